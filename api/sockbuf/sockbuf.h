@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sockbuf.h - size TCP socket buffers without switching autotuning off.
+ *
+ * The whole C API of libsockbuf, meant to be read top to bottom.
+ *
+ * Three operations on a socket:
+ *   sockbuf_set_initial_bufsize()  start at this size, keep kernel autotuning
+ *   sockbuf_lock_bufsize()         fixed size, autotuning off (said out loud)
+ *   sockbuf_check_floor() /
+ *   sockbuf_restore_floor()        the min-floor: nothing may shrink a buffer
+ *                                  below the size set_initial established
+ *
+ * ONE UNIT EVERYWHERE.  Every size in this API is the value the kernel
+ * stores in sk_sndbuf/sk_rcvbuf and getsockopt(SO_SNDBUF/SO_RCVBUF) returns.
+ * setsockopt() doubles what it is given; the library halves before it calls
+ * setsockopt() and reports what the kernel made of it.  A request of 262144
+ * gives a socket that reads back 262144 (or a report that says why not).
+ *
+ * RETURNS.  Kernel style: 0 (or a non-negative value where documented) on
+ * success, a negative errno value on failure.  errno itself is not used.
+ *
+ * APPLY BEFORE THE HANDSHAKE.  The TCP window scale is fixed when the
+ * connection is set up.  Call set_initial on a listening socket before
+ * listen() (accepted sockets inherit its sizes and lock bits) or on a
+ * client socket before connect().  A call on a connected socket still sets
+ * the size, and its report carries SOCKBUF_R_AFTER_HANDSHAKE.
+ *
+ * Thread-safe.  The only process-wide state is the probe cache, filled once.
+ */
+#ifndef SOCKBUF_SOCKBUF_H
+#define SOCKBUF_SOCKBUF_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SOCKBUF_STATIC_DEFINE)
+#define SOCKBUF_API
+#else
+#define SOCKBUF_API __attribute__((visibility("default")))
+#endif
+
+/* Version as one number: major * 10000 + minor * 100 + patch. */
+#define SOCKBUF_VERSION 100 /* 0.1.0 */
+
+/* The largest size any call accepts, in the library's unit.  The kernel
+ * caps setsockopt values at INT_MAX / 2 before doubling; the library keeps
+ * a margin below the kernel's own int arithmetic on buffer sizes. */
+#define SOCKBUF_SIZE_MAX (0x7fffffff / 2)
+
+/** enum sockbuf_dir - which buffer(s) a value speaks of; usable as bits. */
+enum sockbuf_dir {
+	SOCKBUF_SND = 1 << 0,
+	SOCKBUF_RCV = 1 << 1,
+	SOCKBUF_BOTH = SOCKBUF_SND | SOCKBUF_RCV,
+};
+
+/* ------------------------------------------------------------------------
+ * Probe: what this kernel offers.
+ * ---------------------------------------------------------------------- */
+
+/** enum sockbuf_feature - mechanisms the library can use (bits). */
+enum sockbuf_feature {
+	/* SO_BUF_LOCK reads and sets the lock bits (Linux 5.15). */
+	SOCKBUF_FEAT_BUF_LOCK = 1 << 0,
+	/* SO_RCVLOWAT on TCP raises an unlocked sk_rcvbuf (about 4.18). */
+	SOCKBUF_FEAT_RCVLOWAT_RAISE = 1 << 1,
+	/* SO_RESERVE_MEM reserves memory for this process's sockets (5.16,
+	 * needs memcg socket accounting). */
+	SOCKBUF_FEAT_RESERVE_MEM = 1 << 2,
+	/* CAP_NET_ADMIN is effective (libcap-ng): SO_*BUFFORCE may pass the
+	 * net.core.[rw]mem_max clamp. */
+	SOCKBUF_FEAT_FORCE = 1 << 3,
+	/* getsockopt(TCP_INFO) answers: connection state and window scales. */
+	SOCKBUF_FEAT_TCP_INFO = 1 << 4,
+};
+
+/**
+ * struct sockbuf_probe_info - what sockbuf_probe() found.
+ * @features:      SOCKBUF_FEAT_* usable by this process now.
+ * @known:         SOCKBUF_FEAT_* the kernel recognises, usable or not
+ *                 (e.g. SO_RESERVE_MEM known but no memcg accounting).
+ * @wmem_max, @rmem_max:         net.core.[wr]mem_max, in bytes as set.
+ * @wmem_default, @rmem_default: net.core.[wr]mem_default.
+ * @tcp_wmem, @tcp_rmem:         net.ipv4.tcp_[wr]mem (min, default, max).
+ * @min_sndbuf, @min_rcvbuf:     smallest sizes the kernel stores
+ *                               (SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF), measured.
+ * @tcp_sndbuf, @tcp_rcvbuf:     sizes of a fresh, untouched TCP socket.
+ * @release:       uname -r of the running kernel.
+ *
+ * Sysctls are -1 where they could not be read.  tcp_[wr]mem are per network
+ * namespace: the values are those of the namespace the probe ran in.
+ */
+struct sockbuf_probe_info {
+	uint32_t features;
+	uint32_t known;
+	int wmem_max;
+	int rmem_max;
+	int wmem_default;
+	int rmem_default;
+	int tcp_wmem[3];
+	int tcp_rmem[3];
+	int min_sndbuf;
+	int min_rcvbuf;
+	int tcp_sndbuf;
+	int tcp_rcvbuf;
+	char release[65];
+	char pad_[3];
+	uint32_t reserved[16];
+};
+
+/* sockbuf_probe() flags */
+#define SOCKBUF_PROBE_FRESH (1u << 0) /* probe again and replace the cache */
+
+/**
+ * sockbuf_probe() - report which buffer mechanisms this kernel offers.
+ * @out:   filled with the result; may be NULL to only fill the cache.
+ * @flags: 0 or SOCKBUF_PROBE_FRESH.
+ *
+ * The first call probes with real sockets (a few dozen syscalls) and caches
+ * the result for the process; later calls copy the cache.  Every other call
+ * of this API fills the cache on first use.  Thread-safe.
+ *
+ * Return: 0, or -EINVAL for unknown @flags, or the -errno of a failed
+ * socket() when no probe socket can be made (e.g. -EMFILE).
+ */
+SOCKBUF_API int sockbuf_probe(struct sockbuf_probe_info *out, unsigned int flags);
+
+/* ------------------------------------------------------------------------
+ * Reports: what a call actually got.
+ * ---------------------------------------------------------------------- */
+
+/** enum sockbuf_strategy - how a buffer was set. */
+enum sockbuf_strategy {
+	SOCKBUF_STRAT_NONE = 0,    /* this direction was not touched */
+	SOCKBUF_STRAT_UNLOCK,      /* SO_*BUF, then SO_BUF_LOCK cleared it */
+	SOCKBUF_STRAT_RCVLOWAT,    /* SO_RCVLOWAT raise, mark put back to 1 */
+	SOCKBUF_STRAT_LOCK,        /* SO_*BUF: locked, autotuning off */
+	SOCKBUF_STRAT_FORCE_LOCK,  /* SO_*BUFFORCE: locked, past *mem_max */
+	SOCKBUF_STRAT_FORCE_UNLOCK, /* SO_*BUFFORCE, then SO_BUF_LOCK cleared */
+	SOCKBUF_STRAT_DEFAULT,     /* left at the kernel's size (fallback) */
+	SOCKBUF_STRAT_HELD,        /* restore: already at or above the floor */
+};
+
+/** enum sockbuf_clamp - why a size differs from the request (bits). */
+enum sockbuf_clamp {
+	/* net.core.[wr]mem_max cut the request (SO_SNDBUF/SO_RCVBUF). */
+	SOCKBUF_CLAMP_MEM_MAX = 1 << 0,
+	/* Raised to SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF. */
+	SOCKBUF_CLAMP_SOCK_MIN = 1 << 1,
+	/* Odd request: the kernel stores even sizes; rounded down by 1. */
+	SOCKBUF_CLAMP_ODD = 1 << 2,
+	/* Above net.ipv4.tcp_[wr]mem[2]: autotuning may cut an unlocked
+	 * buffer back to that cap (tcp_sndbuf_expand and friends). */
+	SOCKBUF_CLAMP_TCP_MEM_MAX = 1 << 3,
+	/* SO_RCVLOWAT capped at tcp_rmem[2] / 2. */
+	SOCKBUF_CLAMP_RCVLOWAT_CAP = 1 << 4,
+	/* The buffer was already larger; SO_RCVLOWAT only raises. */
+	SOCKBUF_CLAMP_ALREADY_LARGER = 1 << 5,
+};
+
+/**
+ * struct sockbuf_dir_report - one direction of a report.
+ * @requested: size asked for (0: direction not touched).
+ * @effective: getsockopt() value read back after the call.
+ * @floor:     the floor this call established: min(@requested, @effective)
+ *             for set_initial and restore, 0 for lock.
+ * @clamps:    SOCKBUF_CLAMP_* bits explaining @effective != @requested.
+ * @locked:    1 locked, 0 unlocked, -1 unknown (kernel lacks SO_BUF_LOCK).
+ * @strategy:  enum sockbuf_strategy used.
+ */
+struct sockbuf_dir_report {
+	int requested;
+	int effective;
+	int floor;
+	uint32_t clamps;
+	int8_t locked;
+	uint8_t strategy;
+	uint8_t pad_[2];
+};
+
+/** enum sockbuf_report_flag - facts about a call as a whole (bits). */
+enum sockbuf_report_flag {
+	/* The socket had left CLOSE (connected, connecting or accepted): the
+	 * window scale was already fixed; the size still changed. */
+	SOCKBUF_R_AFTER_HANDSHAKE = 1 << 0,
+	/* The socket is listening: sockets it accepts from now on inherit the
+	 * sizes and lock bits; already-queued ones may not. */
+	SOCKBUF_R_LISTENER = 1 << 1,
+	/* A fallback was taken (SOCKBUF_F_FALLBACK_*). */
+	SOCKBUF_R_FALLBACK = 1 << 2,
+	/* A syscall failed after the socket had been changed: the report
+	 * shows the state read back afterwards. */
+	SOCKBUF_R_PARTIAL = 1 << 3,
+	/* SOCKBUF_F_RESERVE_MEM was asked for and reservation succeeded. */
+	SOCKBUF_R_RESERVED = 1 << 4,
+	/* SOCKBUF_F_RESERVE_MEM was asked for and the kernel refused it. */
+	SOCKBUF_R_RESERVE_FAILED = 1 << 5,
+	/* SOCKBUF_F_ALLOW_FORCE was given but CAP_NET_ADMIN is not held
+	 * (or the kernel said EPERM): the clamped size stands. */
+	SOCKBUF_R_FORCE_DENIED = 1 << 6,
+};
+
+/**
+ * struct sockbuf_report - what a set/lock/restore call did.
+ * @snd, @rcv:  per-direction details.
+ * @flags:      SOCKBUF_R_* bits.
+ * @tcp_state:  TCP state before the call (TCP_CLOSE, TCP_LISTEN, ...), or
+ *              -1 for non-TCP sockets or when TCP_INFO is unavailable.
+ * @reserve_err: the -errno of SO_RESERVE_MEM when SOCKBUF_R_RESERVE_FAILED.
+ */
+struct sockbuf_report {
+	struct sockbuf_dir_report snd;
+	struct sockbuf_dir_report rcv;
+	uint32_t flags;
+	int tcp_state;
+	int reserve_err;
+	uint32_t reserved[8];
+};
+
+/**
+ * struct sockbuf_floor - the sizes a socket's buffers must not fall below.
+ * @snd, @rcv: in the library's unit; 0 means no floor in that direction.
+ *
+ * The caller keeps it with the socket (the kernel has no place for it);
+ * sockbuf_set_initial_bufsize() fills one through sockbuf_report_floor().
+ * An accepted socket inherits its listener's sizes: pass the listener's
+ * floor when checking it.
+ */
+struct sockbuf_floor {
+	int snd;
+	int rcv;
+};
+
+/* ------------------------------------------------------------------------
+ * The operations.
+ * ---------------------------------------------------------------------- */
+
+/* Flags for sockbuf_set_initial_bufsize(), lock and restore. */
+/* No way to keep autotuning on: lock the buffer at the size instead. */
+#define SOCKBUF_F_FALLBACK_LOCK (1u << 0)
+/* No way to keep autotuning on: leave the kernel's size alone. */
+#define SOCKBUF_F_FALLBACK_DEFAULT (1u << 1)
+/* Use SO_*BUFFORCE to pass net.core.[wr]mem_max when CAP_NET_ADMIN is
+ * effective.  Without the capability the clamped size stands, reported. */
+#define SOCKBUF_F_ALLOW_FORCE (1u << 2)
+/* Also reserve the floor's memory with SO_RESERVE_MEM where the kernel
+ * allows, so send-side moderation cannot cut below it. */
+#define SOCKBUF_F_RESERVE_MEM (1u << 3)
+#define SOCKBUF_F_ALL_                                                     \
+	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT |             \
+	 SOCKBUF_F_ALLOW_FORCE | SOCKBUF_F_RESERVE_MEM)
+
+/**
+ * sockbuf_set_initial_bufsize() - start buffers at a size, keep autotuning.
+ * @fd:     a TCP socket (IPv4 or IPv6), best before listen()/connect().
+ * @sndbuf: send buffer size, 0 to leave it alone.
+ * @rcvbuf: receive buffer size, 0 to leave it alone.
+ * @flags:  SOCKBUF_F_* bits.
+ * @report: filled with what happened; may be NULL.
+ *
+ * Per direction, the first mechanism this kernel offers:
+ *   1. SO_SNDBUF/SO_RCVBUF, then SO_BUF_LOCK clears that lock bit (5.15+);
+ *   2. receive only: SO_RCVLOWAT of half the size raises sk_rcvbuf without
+ *      locking; the low-water mark is then put back to 1;
+ *   3. SOCKBUF_F_FALLBACK_LOCK: lock at the size; SOCKBUF_F_FALLBACK_DEFAULT:
+ *      leave the kernel's size; neither: fail with -EOPNOTSUPP, untouched.
+ * The floor is min(requested, effective) per direction.
+ *
+ * Return: 0 on success; -EBADF (@fd negative or closed), -ENOTSOCK,
+ * -EPROTOTYPE (not TCP: autotuning exists only for TCP), -EINVAL (negative
+ * size, both zero, unknown flag, both fallback flags), -EOVERFLOW (size
+ * above SOCKBUF_SIZE_MAX), -EOPNOTSUPP (no unlocked mechanism and no
+ * fallback), or the -errno of a failing setsockopt/getsockopt.
+ */
+SOCKBUF_API int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf,
+					    unsigned int flags,
+					    struct sockbuf_report *report);
+
+/**
+ * sockbuf_lock_bufsize() - fix buffer sizes and switch autotuning off.
+ * @fd:     any socket that has buffers: TCP, UDP, UNIX.
+ * @sndbuf: send buffer size, 0 to leave it alone.
+ * @rcvbuf: receive buffer size, 0 to leave it alone.
+ * @flags:  0 or SOCKBUF_F_ALLOW_FORCE.
+ * @report: filled with what happened; may be NULL.
+ *
+ * What setsockopt(SO_SNDBUF/SO_RCVBUF) does, with the unit fixed and the
+ * clamp reported.  For TCP this disables autotuning for the socket's life
+ * unless SO_BUF_LOCK later clears the bit.
+ *
+ * Return: 0 on success; -EBADF, -ENOTSOCK, -EINVAL, -EOVERFLOW as for
+ * set_initial, or the -errno of a failing setsockopt/getsockopt.
+ */
+SOCKBUF_API int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf,
+				     unsigned int flags,
+				     struct sockbuf_report *report);
+
+/**
+ * struct sockbuf_state - a socket's buffers as the kernel shows them now.
+ * @sndbuf, @rcvbuf:  getsockopt(SO_SNDBUF/SO_RCVBUF).
+ * @lock:       SOCKBUF_SND/SOCKBUF_RCV bits set, or -1 when the kernel has
+ *              no SO_BUF_LOCK to read them.
+ * @tcp_state:  TCP state, or -1 (not TCP, or no TCP_INFO).
+ * @snd_wscale, @rcv_wscale: negotiated window scales, -1 before the
+ *              handshake or for non-TCP sockets.
+ * @domain, @type, @protocol: SO_DOMAIN, SO_TYPE, SO_PROTOCOL.
+ */
+struct sockbuf_state {
+	int sndbuf;
+	int rcvbuf;
+	int lock;
+	int tcp_state;
+	int snd_wscale;
+	int rcv_wscale;
+	int domain;
+	int type;
+	int protocol;
+	uint32_t reserved[7];
+};
+
+/**
+ * sockbuf_get_state() - read a socket's buffer sizes, lock bits and state.
+ * @fd:  any socket.
+ * @out: filled on success.
+ *
+ * Return: 0, or -EBADF, -ENOTSOCK, -EINVAL (@out NULL), or the -errno of a
+ * failing getsockopt.
+ */
+SOCKBUF_API int sockbuf_get_state(int fd, struct sockbuf_state *out);
+
+/**
+ * sockbuf_report_floor() - the floor a set_initial/restore report set up.
+ * @report: a report filled by sockbuf_set_initial_bufsize() or restore.
+ * @out:    receives {report->snd.floor, report->rcv.floor}.
+ *
+ * Return: 0, or -EINVAL when either pointer is NULL.
+ */
+SOCKBUF_API int sockbuf_report_floor(const struct sockbuf_report *report,
+				     struct sockbuf_floor *out);
+
+/**
+ * sockbuf_check_floor() - has anything shrunk a buffer below its floor?
+ * @fd:    a socket.
+ * @floor: the floor to check against (0 in a direction: not checked).
+ * @now:   filled with the state read; may be NULL.
+ *
+ * Return: 0 when both buffers are at or above the floor; a positive mask of
+ * SOCKBUF_SND/SOCKBUF_RCV naming each direction below it; or -EBADF,
+ * -ENOTSOCK, -EINVAL (@floor NULL, negative or above SOCKBUF_SIZE_MAX), or
+ * the -errno of a failing getsockopt.
+ */
+SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
+				    struct sockbuf_state *now);
+
+/**
+ * sockbuf_restore_floor() - raise buffers that fell below the floor.
+ * @fd:     a TCP socket.
+ * @floor:  the floor.
+ * @flags:  as for set_initial.
+ * @report: filled with what happened; directions already at or above the
+ *          floor report SOCKBUF_STRAT_HELD.  May be NULL.
+ *
+ * Raises each direction below its floor back to it with the strategy
+ * set_initial would use, so autotuning stays on where the kernel allows.
+ * A buffer above its floor is never lowered.
+ *
+ * Return: the same values as sockbuf_set_initial_bufsize(); -EINVAL also
+ * when @floor is NULL or has no direction set.
+ */
+SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
+				      unsigned int flags,
+				      struct sockbuf_report *report);
+
+/* ------------------------------------------------------------------------
+ * Names, for logs and reports.
+ * ---------------------------------------------------------------------- */
+
+/** sockbuf_strategy_name() - "unlock", "rcvlowat", ... or "?" if unknown. */
+SOCKBUF_API const char *sockbuf_strategy_name(int strategy);
+
+/** sockbuf_feature_name() - name of one SOCKBUF_FEAT_* bit, or "?". */
+SOCKBUF_API const char *sockbuf_feature_name(uint32_t feature);
+
+/**
+ * sockbuf_clamp_names() - comma-separated names of SOCKBUF_CLAMP_* bits.
+ * @clamps: the bits.
+ * @buf, @len: where to write; always NUL-terminated when @len > 0.
+ *
+ * Return: the length the full text needs (like snprintf), or -EINVAL when
+ * @buf is NULL and @len is not 0.
+ */
+SOCKBUF_API int sockbuf_clamp_names(uint32_t clamps, char *buf,
+				    unsigned int len);
+
+/** sockbuf_version() - SOCKBUF_VERSION of the library that is loaded. */
+SOCKBUF_API int sockbuf_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOCKBUF_SOCKBUF_H */

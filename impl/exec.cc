@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include "exec.h"
+
+#include "buffer.h"
+#include "strategy.h"
+#include "sys.h"
+#include "validate.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+namespace sockbuf::exec {
+
+namespace {
+
+// Which strategy keeps autotuning on for direction i on this kernel, or
+// the fallback the caller chose, or -EOPNOTSUPP.
+int choose_initial(const op &o, int i)
+{
+	if (o.has(SOCKBUF_FEAT_BUF_LOCK))
+		return SOCKBUF_STRAT_UNLOCK;
+	if (i == buffer::rcv && o.has(SOCKBUF_FEAT_RCVLOWAT_RAISE))
+		return SOCKBUF_STRAT_RCVLOWAT;
+	if (o.flags & SOCKBUF_F_FALLBACK_LOCK)
+		return SOCKBUF_STRAT_LOCK;
+	if (o.flags & SOCKBUF_F_FALLBACK_DEFAULT)
+		return SOCKBUF_STRAT_DEFAULT;
+	return -EOPNOTSUPP;
+}
+
+void note_tcp_state(op &o)
+{
+	int state = validate::tcp_state(o.fd);
+	o.rep->tcp_state = state;
+	if (state == TCP_LISTEN)
+		o.rep->flags |= SOCKBUF_R_LISTENER;
+	else if (state >= 0 && state != TCP_CLOSE)
+		o.rep->flags |= SOCKBUF_R_AFTER_HANDSHAKE;
+}
+
+int apply_one(op &o, int i, int plan, int *unlock_bits)
+{
+	switch (plan) {
+	case SOCKBUF_STRAT_UNLOCK:
+		*unlock_bits |= buffer::dir_bit(i);
+		return strategy::setbuf(o, i, true);
+	case SOCKBUF_STRAT_RCVLOWAT:
+		return strategy::rcvlowat(o);
+	case SOCKBUF_STRAT_DEFAULT:
+		return strategy::leave_default(o, i);
+	default: // SOCKBUF_STRAT_LOCK
+		return strategy::setbuf(o, i, false);
+	}
+}
+
+// SO_RESERVE_MEM of the send floor: sk_stream_moderate_sndbuf() never cuts
+// the send buffer below the unused reservation.
+void reserve(op &o)
+{
+	int bytes = o.rep->snd.floor ? o.rep->snd.floor : o.rep->rcv.floor;
+	int ret = o.has(SOCKBUF_FEAT_RESERVE_MEM)
+			  ? sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes)
+			  : -EOPNOTSUPP;
+	if (ret == 0) {
+		o.rep->flags |= SOCKBUF_R_RESERVED;
+	} else {
+		o.rep->flags |= SOCKBUF_R_RESERVE_FAILED;
+		o.rep->reserve_err = ret;
+	}
+}
+
+// After a failure part-way: read back what the socket now holds.
+void read_back(op &o)
+{
+	o.rep->flags |= SOCKBUF_R_PARTIAL;
+	for (int i = 0; i < 2; i++)
+		if (o.size[i] > 0)
+			buffer::get_size(o.fd, i, &o.dir(i).effective);
+	int bits = 0;
+	if (o.has(SOCKBUF_FEAT_BUF_LOCK) && buffer::get_lock(o.fd, &bits) == 0)
+		for (int i = 0; i < 2; i++)
+			o.dir(i).locked = (bits & buffer::dir_bit(i)) ? 1 : 0;
+}
+
+} // namespace
+
+int run(op &o, mode m)
+{
+	std::memset(o.rep, 0, sizeof(*o.rep));
+	o.rep->tcp_state = -1;
+	o.rep->snd.locked = o.rep->rcv.locked = -1;
+
+	int plan[2] = {SOCKBUF_STRAT_NONE, SOCKBUF_STRAT_NONE};
+	for (int i = 0; i < 2; i++) {
+		if (o.size[i] == 0)
+			continue;
+		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK
+					  : choose_initial(o, i);
+		if (plan[i] < 0)
+			return plan[i]; // nothing changed yet
+		o.dir(i).requested = o.size[i];
+	}
+	if (m == mode::initial &&
+	    (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
+		o.rep->flags |= SOCKBUF_R_FALLBACK;
+
+	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
+		note_tcp_state(o);
+
+	int unlock_bits = 0;
+	int ret = 0;
+	for (int i = 0; i < 2 && ret == 0; i++)
+		if (plan[i] != SOCKBUF_STRAT_NONE)
+			ret = apply_one(o, i, plan[i], &unlock_bits);
+	if (ret == 0 && unlock_bits)
+		ret = strategy::clear_locks(o, unlock_bits);
+	if (ret < 0) {
+		if (o.changed)
+			read_back(o);
+		return ret;
+	}
+
+	const int64_t tcp_max[2] = {o.facts.tcp_wmem_max, o.facts.tcp_rmem_max};
+	for (int i = 0; i < 2; i++) {
+		struct sockbuf_dir_report &d = o.dir(i);
+		if (plan[i] == SOCKBUF_STRAT_NONE)
+			continue;
+		if (m == mode::initial)
+			d.floor = std::min(d.requested, d.effective);
+		if (d.locked == 0 && tcp_max[i] > 0 && d.effective > tcp_max[i])
+			d.clamps |= SOCKBUF_CLAMP_TCP_MEM_MAX;
+	}
+	if (m == mode::initial && (o.flags & SOCKBUF_F_RESERVE_MEM))
+		reserve(o);
+	return 0;
+}
+
+} // namespace sockbuf::exec

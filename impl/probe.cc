@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+#include "probe.h"
+
+#include "caps.h"
+#include "sys.h"
+#include "sysctl.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/utsname.h>
+
+namespace sockbuf::probe {
+
+namespace {
+
+int tcp_socket()
+{
+	return sys::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+}
+
+// The kernel's floors: ask for 1 byte, read what it stored.
+void probe_minimums(int fd, struct sockbuf_probe_info *p)
+{
+	if (sys::set_int(fd, SOL_SOCKET, SO_SNDBUF, 1) == 0)
+		sys::get_int(fd, SOL_SOCKET, SO_SNDBUF, &p->min_sndbuf);
+	if (sys::set_int(fd, SOL_SOCKET, SO_RCVBUF, 1) == 0)
+		sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &p->min_rcvbuf);
+}
+
+// SO_BUF_LOCK: readable means known; clearing the bits on a socket that
+// SO_SNDBUF just locked, and reading 0 back, means usable.
+void probe_buf_lock(int fd, struct sockbuf_probe_info *p)
+{
+	int lock = -1;
+	if (sys::get_int(fd, SOL_SOCKET, SO_BUF_LOCK, &lock) != 0)
+		return;
+	p->known |= SOCKBUF_FEAT_BUF_LOCK;
+	if (sys::set_int(fd, SOL_SOCKET, SO_BUF_LOCK, 0) == 0 &&
+	    sys::get_int(fd, SOL_SOCKET, SO_BUF_LOCK, &lock) == 0 && lock == 0)
+		p->features |= SOCKBUF_FEAT_BUF_LOCK;
+}
+
+// SO_RCVLOWAT raises an unlocked TCP receive buffer to twice the mark.
+void probe_rcvlowat(struct sockbuf_probe_info *p)
+{
+	int fd = tcp_socket();
+	if (fd < 0)
+		return;
+	int before = 0, after = 0;
+	if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &before) == 0 &&
+	    sys::set_int(fd, SOL_SOCKET, SO_RCVLOWAT, before) == 0) {
+		p->known |= SOCKBUF_FEAT_RCVLOWAT_RAISE;
+		if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &after) == 0 &&
+		    after > before)
+			p->features |= SOCKBUF_FEAT_RCVLOWAT_RAISE;
+	}
+	sys::close(fd);
+}
+
+// SO_RESERVE_MEM: ENOPROTOOPT on kernels without it, EOPNOTSUPP without
+// memcg socket accounting for this process.
+void probe_reserve_mem(int fd, struct sockbuf_probe_info *p)
+{
+	int ret = sys::set_int(fd, SOL_SOCKET, SO_RESERVE_MEM, 4096);
+	if (ret == -ENOPROTOOPT)
+		return;
+	p->known |= SOCKBUF_FEAT_RESERVE_MEM;
+	if (ret == 0) {
+		p->features |= SOCKBUF_FEAT_RESERVE_MEM;
+		sys::set_int(fd, SOL_SOCKET, SO_RESERVE_MEM, 0);
+	}
+}
+
+void probe_tcp_info(int fd, struct sockbuf_probe_info *p)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (sys::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+		p->known |= SOCKBUF_FEAT_TCP_INFO;
+		p->features |= SOCKBUF_FEAT_TCP_INFO;
+	}
+}
+
+void read_sysctls(struct sockbuf_probe_info *p)
+{
+	p->wmem_max = sysctl::read_int("/proc/sys/net/core/wmem_max");
+	p->rmem_max = sysctl::read_int("/proc/sys/net/core/rmem_max");
+	p->wmem_default = sysctl::read_int("/proc/sys/net/core/wmem_default");
+	p->rmem_default = sysctl::read_int("/proc/sys/net/core/rmem_default");
+	sysctl::read_ints("/proc/sys/net/ipv4/tcp_wmem", p->tcp_wmem, 3);
+	sysctl::read_ints("/proc/sys/net/ipv4/tcp_rmem", p->tcp_rmem, 3);
+}
+
+std::mutex g_lock;
+struct sockbuf_probe_info g_probe; // guarded by g_lock
+std::atomic<bool> g_ready{false};
+std::atomic<uint32_t> g_features{0};
+std::atomic<int> g_tcp_wmem_max{-1};
+std::atomic<int> g_tcp_rmem_max{-1};
+
+// Caller holds g_lock.
+int fill_cache_locked()
+{
+	struct sockbuf_probe_info p;
+	int ret = run(&p);
+	if (ret < 0)
+		return ret;
+	g_probe = p;
+	g_features.store(p.features, std::memory_order_relaxed);
+	g_tcp_wmem_max.store(p.tcp_wmem[2], std::memory_order_relaxed);
+	g_tcp_rmem_max.store(p.tcp_rmem[2], std::memory_order_relaxed);
+	g_ready.store(true, std::memory_order_release);
+	return 0;
+}
+
+} // namespace
+
+int run(struct sockbuf_probe_info *out)
+{
+	struct sockbuf_probe_info p;
+	std::memset(&p, 0, sizeof(p));
+	p.min_sndbuf = p.min_rcvbuf = p.tcp_sndbuf = p.tcp_rcvbuf = -1;
+
+	int fd = tcp_socket();
+	if (fd < 0)
+		return fd;
+	sys::get_int(fd, SOL_SOCKET, SO_SNDBUF, &p.tcp_sndbuf);
+	sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &p.tcp_rcvbuf);
+	probe_tcp_info(fd, &p);
+	probe_reserve_mem(fd, &p);
+	probe_minimums(fd, &p); // locks fd: SO_BUF_LOCK probe needs that
+	probe_buf_lock(fd, &p);
+	sys::close(fd);
+
+	probe_rcvlowat(&p);
+	if (caps::net_admin_effective())
+		p.features |= SOCKBUF_FEAT_FORCE;
+	p.known |= SOCKBUF_FEAT_FORCE; // the options exist on every kernel
+	read_sysctls(&p);
+
+	struct utsname u;
+	if (uname(&u) == 0) {
+		std::strncpy(p.release, u.release, sizeof(p.release) - 1);
+		p.release[sizeof(p.release) - 1] = '\0';
+	}
+	*out = p;
+	return 0;
+}
+
+facts cached()
+{
+	if (!g_ready.load(std::memory_order_acquire)) {
+		std::lock_guard<std::mutex> guard(g_lock);
+		if (!g_ready.load(std::memory_order_relaxed))
+			fill_cache_locked(); // on failure: no features, retried
+	}
+	return facts{g_features.load(std::memory_order_relaxed),
+		     g_tcp_wmem_max.load(std::memory_order_relaxed),
+		     g_tcp_rmem_max.load(std::memory_order_relaxed)};
+}
+
+int get(struct sockbuf_probe_info *out, bool fresh)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (fresh || !g_ready.load(std::memory_order_relaxed)) {
+		int ret = fill_cache_locked();
+		if (ret < 0)
+			return ret;
+	}
+	if (out)
+		*out = g_probe;
+	return 0;
+}
+
+} // namespace sockbuf::probe

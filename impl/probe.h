@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// What this kernel offers, found with real sockets once per process.
+#pragma once
+
+#include <sockbuf/sockbuf.h>
+
+#include <cstdint>
+
+namespace sockbuf::probe {
+
+// The few facts the hot paths need, read without a lock.
+struct facts {
+	uint32_t features;
+	int tcp_wmem_max; // tcp_wmem[2], -1 unknown
+	int tcp_rmem_max; // tcp_rmem[2], -1 unknown
+};
+
+// Fills the cache on first use (thread-safe) and returns its facts.
+facts cached();
+
+// Copies the whole cached probe; fresh=true probes again first.
+int get(struct sockbuf_probe_info *out, bool fresh);
+
+// Runs the probe without touching the cache (for tests and fresh probes).
+int run(struct sockbuf_probe_info *out);
+
+} // namespace sockbuf::probe

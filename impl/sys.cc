@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#include "sys.h"
+
+#include <atomic>
+#include <cerrno>
+#include <unistd.h>
+
+namespace sockbuf::sys {
+
+#ifdef SOCKBUF_TEST_SEAM
+namespace {
+std::atomic<const hooks *> g_hooks{nullptr};
+} // namespace
+void set_hooks(const hooks *h) { g_hooks.store(h, std::memory_order_release); }
+#define SOCKBUF_HOOK(member, ...)                                              \
+	do {                                                                   \
+		const hooks *h_ = g_hooks.load(std::memory_order_acquire);     \
+		if (h_ && h_->member) {                                        \
+			int r_ = h_->member(__VA_ARGS__);                      \
+			if (r_ != pass)                                        \
+				return r_;                                     \
+		}                                                              \
+	} while (0)
+#else
+#define SOCKBUF_HOOK(member, ...) ((void)0)
+#endif
+
+namespace {
+// The socket options used here do not sleep interruptibly, but a signal
+// can still surface as EINTR on some paths: retry a bounded number of
+// times instead of handing callers an error they did not cause.
+constexpr int eintr_retries = 8;
+
+int get_once(int fd, int level, int name, void *val, socklen_t *len)
+{
+	SOCKBUF_HOOK(getsockopt, fd, level, name, val, len);
+	return ::getsockopt(fd, level, name, val, len) == 0 ? 0 : -errno;
+}
+
+int set_once(int fd, int level, int name, const void *val, socklen_t len)
+{
+	SOCKBUF_HOOK(setsockopt, fd, level, name, val, len);
+	return ::setsockopt(fd, level, name, val, len) == 0 ? 0 : -errno;
+}
+} // namespace
+
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	socklen_t want = *len;
+	int ret = -EINTR;
+	for (int i = 0; i < eintr_retries && ret == -EINTR; i++) {
+		*len = want;
+		ret = get_once(fd, level, name, val, len);
+	}
+	return ret;
+}
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int ret = -EINTR;
+	for (int i = 0; i < eintr_retries && ret == -EINTR; i++)
+		ret = set_once(fd, level, name, val, len);
+	return ret;
+}
+
+int socket(int domain, int type, int protocol)
+{
+	SOCKBUF_HOOK(socket, domain, type, protocol);
+	int fd = ::socket(domain, type, protocol);
+	return fd >= 0 ? fd : -errno;
+}
+
+void close(int fd)
+{
+	::close(fd);
+}
+
+int get_int(int fd, int level, int name, int *out)
+{
+	socklen_t len = sizeof(*out);
+	return getsockopt(fd, level, name, out, &len);
+}
+
+int set_int(int fd, int level, int name, int value)
+{
+	return setsockopt(fd, level, name, &value, sizeof(value));
+}
+
+} // namespace sockbuf::sys

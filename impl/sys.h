@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// The only place that calls the socket syscalls.  Everything above goes
+// through here, so a test build can inject errors (EINTR, ENOPROTOOPT,
+// EPERM, ENOMEM, ...) into exactly these calls.  Production builds call
+// libc directly; the seam exists only when SOCKBUF_TEST_SEAM is defined.
+#pragma once
+
+#include <sys/socket.h>
+
+namespace sockbuf::sys {
+
+// Each returns 0 (or the new fd for socket()) or a negative errno.
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+int socket(int domain, int type, int protocol);
+void close(int fd);
+
+// Integer getsockopt/setsockopt, the common case.
+int get_int(int fd, int level, int name, int *out);
+int set_int(int fd, int level, int name, int value);
+
+#ifdef SOCKBUF_TEST_SEAM
+// A hook sees every call first.  Returning 1 means "let it through";
+// anything else is the result the caller gets (0 or -errno).
+struct hooks {
+	int (*getsockopt)(int fd, int level, int name, void *val,
+			  socklen_t *len);
+	int (*setsockopt)(int fd, int level, int name, const void *val,
+			  socklen_t len);
+	int (*socket)(int domain, int type, int protocol);
+};
+inline constexpr int pass = 1;
+void set_hooks(const hooks *h); // nullptr removes them
+#endif
+
+} // namespace sockbuf::sys

@@ -15,13 +15,13 @@
 
 using namespace sockbuf;
 
-namespace {
+namespace
+{
 
 constexpr unsigned int initial_flags = SOCKBUF_F_ALL_;
 constexpr unsigned int lock_flags = SOCKBUF_F_ALLOW_FORCE;
 
-int set_initial(int fd, const int size[2], unsigned int flags,
-		struct sockbuf_report *report)
+int set_initial(int fd, const int size[2], unsigned int flags, struct sockbuf_report *report)
 {
 	struct sockbuf_report local;
 	op o{};
@@ -53,8 +53,7 @@ int sockbuf_probe(struct sockbuf_probe_info *out, unsigned int flags)
 	return probe::get(out, flags & SOCKBUF_PROBE_FRESH);
 }
 
-int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf,
-				unsigned int flags,
+int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
 				struct sockbuf_report *report)
 {
 	int ret = validate::flags(flags, initial_flags);
@@ -126,8 +125,7 @@ int sockbuf_get_state(int fd, struct sockbuf_state *out)
 			if (ti.tcpi_options & TCPI_OPT_WSCALE) {
 				st.snd_wscale = ti.tcpi_snd_wscale;
 				st.rcv_wscale = ti.tcpi_rcv_wscale;
-			} else if (ti.tcpi_state != TCP_CLOSE &&
-				   ti.tcpi_state != TCP_LISTEN &&
+			} else if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN &&
 				   ti.tcpi_state != TCP_SYN_SENT) {
 				// Handshake done without the option: scale 0.
 				st.snd_wscale = st.rcv_wscale = 0;
@@ -138,8 +136,7 @@ int sockbuf_get_state(int fd, struct sockbuf_state *out)
 	return 0;
 }
 
-int sockbuf_report_floor(const struct sockbuf_report *report,
-			 struct sockbuf_floor *out)
+int sockbuf_report_floor(const struct sockbuf_report *report, struct sockbuf_floor *out)
 {
 	if (!report || !out)
 		return -EINVAL;
@@ -148,8 +145,7 @@ int sockbuf_report_floor(const struct sockbuf_report *report,
 	return 0;
 }
 
-int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
-			struct sockbuf_state *now)
+int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor, struct sockbuf_state *now)
 {
 	int ret = check_floor_values(floor);
 	if (ret < 0)
@@ -185,8 +181,8 @@ int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
 	return below;
 }
 
-int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
-			  unsigned int flags, struct sockbuf_report *report)
+int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned int flags,
+			  struct sockbuf_report *report)
 {
 	int ret = check_floor_values(floor);
 	if (ret == 0 && floor->snd == 0 && floor->rcv == 0)

@@ -7,9 +7,11 @@
 
 #include <sys/socket.h>
 
-namespace sockbuf::buffer {
+namespace sockbuf::buffer
+{
 
-namespace {
+namespace
+{
 constexpr int opt_size[2] = {SO_SNDBUF, SO_RCVBUF};
 constexpr int opt_force[2] = {SO_SNDBUFFORCE, SO_RCVBUFFORCE};
 } // namespace
@@ -17,8 +19,7 @@ constexpr int opt_force[2] = {SO_SNDBUFFORCE, SO_RCVBUFFORCE};
 int set_size(int fd, int i, int size, bool force)
 {
 	// The kernel stores twice what it is given: hand it half.
-	return sys::set_int(fd, SOL_SOCKET, force ? opt_force[i] : opt_size[i],
-			    size / 2);
+	return sys::set_int(fd, SOL_SOCKET, force ? opt_force[i] : opt_size[i], size / 2);
 }
 
 int get_size(int fd, int i, int *out)
@@ -57,8 +58,7 @@ uint32_t clamps_after_rcvlowat(int requested, int effective, int tcp_rmem_max)
 	int even = requested & ~1;
 	if (effective > even)
 		c |= SOCKBUF_CLAMP_ALREADY_LARGER;
-	else if (effective < even && tcp_rmem_max >= 0 &&
-		 requested / 2 > tcp_rmem_max / 2)
+	else if (effective < even && tcp_rmem_max >= 0 && requested / 2 > tcp_rmem_max / 2)
 		c |= SOCKBUF_CLAMP_RCVLOWAT_CAP;
 	return c;
 }

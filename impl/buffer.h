@@ -5,11 +5,15 @@
 
 #include <cstdint>
 
-namespace sockbuf::buffer {
+namespace sockbuf::buffer
+{
 
 inline constexpr int snd = 0;
 inline constexpr int rcv = 1;
-inline constexpr int dir_bit(int i) { return 1 << i; } // SOCKBUF_SND/RCV
+inline constexpr int dir_bit(int i)
+{
+	return 1 << i;
+} // SOCKBUF_SND/RCV
 
 // setsockopt(SO_SNDBUF/SO_RCVBUF or the FORCE variants) with half of size.
 int set_size(int fd, int i, int size, bool force);

@@ -5,7 +5,8 @@
 #include <cstdlib>
 #include <linux/capability.h>
 
-namespace sockbuf::caps {
+namespace sockbuf::caps
+{
 
 bool net_admin_effective()
 {

@@ -2,7 +2,8 @@
 // Capabilities, asked of libcap-ng.
 #pragma once
 
-namespace sockbuf::caps {
+namespace sockbuf::caps
+{
 
 // True when CAP_NET_ADMIN is in this thread's effective set, the condition
 // under which the kernel honours SO_SNDBUFFORCE/SO_RCVBUFFORCE.

@@ -13,9 +13,11 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-namespace sockbuf::exec {
+namespace sockbuf::exec
+{
 
-namespace {
+namespace
+{
 
 // Which strategy keeps autotuning on for direction i on this kernel, or
 // the fallback the caller chose, or -EOPNOTSUPP.
@@ -63,8 +65,8 @@ void reserve(op &o)
 {
 	int bytes = o.rep->snd.floor ? o.rep->snd.floor : o.rep->rcv.floor;
 	int ret = o.has(SOCKBUF_FEAT_RESERVE_MEM)
-			  ? sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes)
-			  : -EOPNOTSUPP;
+		      ? sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes)
+		      : -EOPNOTSUPP;
 	if (ret == 0) {
 		o.rep->flags |= SOCKBUF_R_RESERVED;
 	} else {
@@ -98,14 +100,12 @@ int run(op &o, mode m)
 	for (int i = 0; i < 2; i++) {
 		if (o.size[i] == 0)
 			continue;
-		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK
-					  : choose_initial(o, i);
+		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK : choose_initial(o, i);
 		if (plan[i] < 0)
 			return plan[i]; // nothing changed yet
 		o.dir(i).requested = o.size[i];
 	}
-	if (m == mode::initial &&
-	    (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
+	if (m == mode::initial && (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
 		o.rep->flags |= SOCKBUF_R_FALLBACK;
 
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))

@@ -5,7 +5,8 @@
 
 #include "op.h"
 
-namespace sockbuf::exec {
+namespace sockbuf::exec
+{
 
 enum class mode {
 	initial, // keep autotuning: unlock, rcvlowat, or a chosen fallback

@@ -56,12 +56,12 @@ int sockbuf_clamp_names(uint32_t clamps, char *buf, unsigned int len)
 		uint32_t bit;
 		const char *name;
 	} names[] = {
-		{SOCKBUF_CLAMP_MEM_MAX, "mem_max"},
-		{SOCKBUF_CLAMP_SOCK_MIN, "sock_min"},
-		{SOCKBUF_CLAMP_ODD, "odd"},
-		{SOCKBUF_CLAMP_TCP_MEM_MAX, "tcp_mem_max"},
-		{SOCKBUF_CLAMP_RCVLOWAT_CAP, "rcvlowat_cap"},
-		{SOCKBUF_CLAMP_ALREADY_LARGER, "already_larger"},
+	    {SOCKBUF_CLAMP_MEM_MAX, "mem_max"},
+	    {SOCKBUF_CLAMP_SOCK_MIN, "sock_min"},
+	    {SOCKBUF_CLAMP_ODD, "odd"},
+	    {SOCKBUF_CLAMP_TCP_MEM_MAX, "tcp_mem_max"},
+	    {SOCKBUF_CLAMP_RCVLOWAT_CAP, "rcvlowat_cap"},
+	    {SOCKBUF_CLAMP_ALREADY_LARGER, "already_larger"},
 	};
 	if (!buf && len)
 		return -EINVAL;

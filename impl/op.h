@@ -7,25 +7,20 @@
 
 #include <sockbuf/sockbuf.h>
 
-namespace sockbuf {
+namespace sockbuf
+{
 
 struct op {
 	int fd;
-	int protocol;	  // SO_PROTOCOL, read while validating
-	int size[2];	  // requested sizes, index buffer::snd / buffer::rcv
+	int protocol;	    // SO_PROTOCOL, read while validating
+	int size[2];	    // requested sizes, index buffer::snd / buffer::rcv
 	unsigned int flags; // SOCKBUF_F_*
 	probe::facts facts;
 	struct sockbuf_report *rep; // never null inside the library
 	bool changed = false;	    // a setsockopt has succeeded
 
-	struct sockbuf_dir_report &dir(int i) const
-	{
-		return i == 0 ? rep->snd : rep->rcv;
-	}
-	bool has(uint32_t feature) const
-	{
-		return (facts.features & feature) != 0;
-	}
+	struct sockbuf_dir_report &dir(int i) const { return i == 0 ? rep->snd : rep->rcv; }
+	bool has(uint32_t feature) const { return (facts.features & feature) != 0; }
 };
 
 } // namespace sockbuf

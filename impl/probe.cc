@@ -13,9 +13,11 @@
 #include <netinet/tcp.h>
 #include <sys/utsname.h>
 
-namespace sockbuf::probe {
+namespace sockbuf::probe
+{
 
-namespace {
+namespace
+{
 
 int tcp_socket()
 {
@@ -54,8 +56,7 @@ void probe_rcvlowat(struct sockbuf_probe_info *p)
 	if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &before) == 0 &&
 	    sys::set_int(fd, SOL_SOCKET, SO_RCVLOWAT, before) == 0) {
 		p->known |= SOCKBUF_FEAT_RCVLOWAT_RAISE;
-		if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &after) == 0 &&
-		    after > before)
+		if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &after) == 0 && after > before)
 			p->features |= SOCKBUF_FEAT_RCVLOWAT_RAISE;
 	}
 	sys::close(fd);

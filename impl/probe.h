@@ -6,7 +6,8 @@
 
 #include <cstdint>
 
-namespace sockbuf::probe {
+namespace sockbuf::probe
+{
 
 // The few facts the hot paths need, read without a lock.
 struct facts {

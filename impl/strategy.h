@@ -5,7 +5,8 @@
 
 #include "op.h"
 
-namespace sockbuf::strategy {
+namespace sockbuf::strategy
+{
 
 // SO_SNDBUF/SO_RCVBUF, and SO_*BUFFORCE when the request was clamped by
 // *mem_max and SOCKBUF_F_ALLOW_FORCE permits it.  Leaves the lock bit set;

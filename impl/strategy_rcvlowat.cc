@@ -9,7 +9,8 @@
 
 #include <sys/socket.h>
 
-namespace sockbuf::strategy {
+namespace sockbuf::strategy
+{
 
 int rcvlowat(op &o)
 {
@@ -30,8 +31,7 @@ int rcvlowat(op &o)
 		return ret;
 
 	d.strategy = SOCKBUF_STRAT_RCVLOWAT;
-	d.clamps |= buffer::clamps_after_rcvlowat(o.size[1], d.effective,
-						  o.facts.tcp_rmem_max);
+	d.clamps |= buffer::clamps_after_rcvlowat(o.size[1], d.effective, o.facts.tcp_rmem_max);
 	// Without SO_BUF_LOCK the bit cannot be read.  Reaching the request
 	// exactly means tcp_set_rcvlowat() raised it, which it does only for
 	// unlocked buffers; anything else stays unknown.

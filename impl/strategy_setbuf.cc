@@ -7,9 +7,11 @@
 
 #include <cerrno>
 
-namespace sockbuf::strategy {
+namespace sockbuf::strategy
+{
 
-namespace {
+namespace
+{
 
 // The request was cut by net.core.[wr]mem_max.  Retry with FORCE when the
 // caller allows it and the process holds CAP_NET_ADMIN.
@@ -52,8 +54,7 @@ int setbuf(op &o, int i, bool unlocking)
 			return ret;
 	}
 	if (forced)
-		d.strategy = unlocking ? SOCKBUF_STRAT_FORCE_UNLOCK
-				       : SOCKBUF_STRAT_FORCE_LOCK;
+		d.strategy = unlocking ? SOCKBUF_STRAT_FORCE_UNLOCK : SOCKBUF_STRAT_FORCE_LOCK;
 	else
 		d.strategy = unlocking ? SOCKBUF_STRAT_UNLOCK : SOCKBUF_STRAT_LOCK;
 	d.clamps |= buffer::clamps_after_setbuf(o.size[i], d.effective);

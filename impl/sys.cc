@@ -5,27 +5,33 @@
 #include <cerrno>
 #include <unistd.h>
 
-namespace sockbuf::sys {
+namespace sockbuf::sys
+{
 
 #ifdef SOCKBUF_TEST_SEAM
-namespace {
+namespace
+{
 std::atomic<const hooks *> g_hooks{nullptr};
 } // namespace
-void set_hooks(const hooks *h) { g_hooks.store(h, std::memory_order_release); }
-#define SOCKBUF_HOOK(member, ...)                                              \
-	do {                                                                   \
-		const hooks *h_ = g_hooks.load(std::memory_order_acquire);     \
-		if (h_ && h_->member) {                                        \
-			int r_ = h_->member(__VA_ARGS__);                      \
-			if (r_ != pass)                                        \
-				return r_;                                     \
-		}                                                              \
+void set_hooks(const hooks *h)
+{
+	g_hooks.store(h, std::memory_order_release);
+}
+#define SOCKBUF_HOOK(member, ...)                                                                  \
+	do {                                                                                       \
+		const hooks *h_ = g_hooks.load(std::memory_order_acquire);                         \
+		if (h_ && h_->member) {                                                            \
+			int r_ = h_->member(__VA_ARGS__);                                          \
+			if (r_ != pass)                                                            \
+				return r_;                                                         \
+		}                                                                                  \
 	} while (0)
 #else
 #define SOCKBUF_HOOK(member, ...) ((void)0)
 #endif
 
-namespace {
+namespace
+{
 // The socket options used here do not sleep interruptibly, but a signal
 // can still surface as EINTR on some paths: retry a bounded number of
 // times instead of handing callers an error they did not cause.

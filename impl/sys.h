@@ -7,7 +7,8 @@
 
 #include <sys/socket.h>
 
-namespace sockbuf::sys {
+namespace sockbuf::sys
+{
 
 // Each returns 0 (or the new fd for socket()) or a negative errno.
 int getsockopt(int fd, int level, int name, void *val, socklen_t *len);
@@ -23,10 +24,8 @@ int set_int(int fd, int level, int name, int value);
 // A hook sees every call first.  Returning 1 means "let it through";
 // anything else is the result the caller gets (0 or -errno).
 struct hooks {
-	int (*getsockopt)(int fd, int level, int name, void *val,
-			  socklen_t *len);
-	int (*setsockopt)(int fd, int level, int name, const void *val,
-			  socklen_t len);
+	int (*getsockopt)(int fd, int level, int name, void *val, socklen_t *len);
+	int (*setsockopt)(int fd, int level, int name, const void *val, socklen_t len);
 	int (*socket)(int domain, int type, int protocol);
 };
 inline constexpr int pass = 1;

@@ -7,7 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace sockbuf::sysctl {
+namespace sockbuf::sysctl
+{
 
 int read_ints(const char *path, int *out, int n)
 {

@@ -2,7 +2,8 @@
 // Reading the net sysctls that bound buffer sizes.
 #pragma once
 
-namespace sockbuf::sysctl {
+namespace sockbuf::sysctl
+{
 
 // Reads up to n integers from a /proc/sys file.  Returns how many were
 // read (0 when the file cannot be read); unread slots are set to -1.

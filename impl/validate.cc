@@ -9,7 +9,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-namespace sockbuf::validate {
+namespace sockbuf::validate
+{
 
 int sizes(int snd, int rcv, bool allow_both_zero)
 {
@@ -26,8 +27,7 @@ int flags(unsigned int flags, unsigned int allowed)
 {
 	if (flags & ~allowed)
 		return -EINVAL;
-	const unsigned int both =
-		SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT;
+	const unsigned int both = SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT;
 	if ((flags & both) == both)
 		return -EINVAL;
 	return 0;
@@ -54,8 +54,7 @@ int tcp_state(int fd)
 	// tcpi_state is the first byte of struct tcp_info: ask for just it.
 	unsigned char state = 0;
 	socklen_t len = sizeof(state);
-	if (sys::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 ||
-	    len < 1)
+	if (sys::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1)
 		return -1;
 	return state;
 }

@@ -3,7 +3,8 @@
 // anything.
 #pragma once
 
-namespace sockbuf::validate {
+namespace sockbuf::validate
+{
 
 // 0, -EINVAL (negative, or both zero when !allow_both_zero) or -EOVERFLOW
 // (above SOCKBUF_SIZE_MAX).

@@ -10,7 +10,8 @@
 
 #include <string>
 
-namespace sockbuf::detail {
+namespace sockbuf::detail
+{
 
 inline std::string lock_word(int locked)
 {
@@ -27,25 +28,21 @@ inline std::string clamp_words(uint32_t clamps)
 } // namespace sockbuf::detail
 
 template <> struct fmt::formatter<sockbuf_dir_report> : formatter<string_view> {
-	template <class Ctx>
-	auto format(const sockbuf_dir_report &d, Ctx &ctx) const
+	template <class Ctx> auto format(const sockbuf_dir_report &d, Ctx &ctx) const
 	{
 		if (d.strategy == SOCKBUF_STRAT_NONE)
 			return fmt::format_to(ctx.out(), "untouched");
-		auto out = fmt::format_to(
-			ctx.out(), "{} -> {} ({}, {}, floor {})", d.requested,
-			d.effective, sockbuf_strategy_name(d.strategy),
-			sockbuf::detail::lock_word(d.locked), d.floor);
+		auto out = fmt::format_to(ctx.out(), "{} -> {} ({}, {}, floor {})", d.requested,
+					  d.effective, sockbuf_strategy_name(d.strategy),
+					  sockbuf::detail::lock_word(d.locked), d.floor);
 		if (d.clamps)
-			out = fmt::format_to(out, " [{}]",
-					     sockbuf::detail::clamp_words(d.clamps));
+			out = fmt::format_to(out, " [{}]", sockbuf::detail::clamp_words(d.clamps));
 		return out;
 	}
 };
 
 template <> struct fmt::formatter<sockbuf_report> : formatter<string_view> {
-	template <class Ctx>
-	auto format(const sockbuf_report &r, Ctx &ctx) const
+	template <class Ctx> auto format(const sockbuf_report &r, Ctx &ctx) const
 	{
 		auto out = fmt::format_to(ctx.out(), "snd {}; rcv {}", r.snd, r.rcv);
 		if (r.flags & SOCKBUF_R_AFTER_HANDSHAKE)
@@ -66,18 +63,15 @@ template <> struct fmt::formatter<sockbuf::report> : formatter<sockbuf_report> {
 };
 
 template <> struct fmt::formatter<sockbuf_state> : formatter<string_view> {
-	template <class Ctx>
-	auto format(const sockbuf_state &s, Ctx &ctx) const
+	template <class Ctx> auto format(const sockbuf_state &s, Ctx &ctx) const
 	{
-		std::string lock = s.lock < 0 ? "unknown"
-					      : fmt::format("{}{}",
-							    s.lock & SOCKBUF_SND ? "snd " : "",
-							    s.lock & SOCKBUF_RCV ? "rcv" : "");
+		std::string lock = s.lock < 0
+				       ? "unknown"
+				       : fmt::format("{}{}", s.lock & SOCKBUF_SND ? "snd " : "",
+						     s.lock & SOCKBUF_RCV ? "rcv" : "");
 		if (s.lock == 0)
 			lock = "none";
-		return fmt::format_to(ctx.out(),
-				      "sndbuf {} rcvbuf {} locked {} wscale {}/{}",
-				      s.sndbuf, s.rcvbuf, lock, s.snd_wscale,
-				      s.rcv_wscale);
+		return fmt::format_to(ctx.out(), "sndbuf {} rcvbuf {} locked {} wscale {}/{}",
+				      s.sndbuf, s.rcvbuf, lock, s.snd_wscale, s.rcv_wscale);
 	}
 };

@@ -135,14 +135,14 @@ SOCKBUF_API int sockbuf_probe(struct sockbuf_probe_info *out, unsigned int flags
 
 /** enum sockbuf_strategy - how a buffer was set. */
 enum sockbuf_strategy {
-	SOCKBUF_STRAT_NONE = 0,    /* this direction was not touched */
-	SOCKBUF_STRAT_UNLOCK,      /* SO_*BUF, then SO_BUF_LOCK cleared it */
-	SOCKBUF_STRAT_RCVLOWAT,    /* SO_RCVLOWAT raise, mark put back to 1 */
-	SOCKBUF_STRAT_LOCK,        /* SO_*BUF: locked, autotuning off */
-	SOCKBUF_STRAT_FORCE_LOCK,  /* SO_*BUFFORCE: locked, past *mem_max */
+	SOCKBUF_STRAT_NONE = 0,	    /* this direction was not touched */
+	SOCKBUF_STRAT_UNLOCK,	    /* SO_*BUF, then SO_BUF_LOCK cleared it */
+	SOCKBUF_STRAT_RCVLOWAT,	    /* SO_RCVLOWAT raise, mark put back to 1 */
+	SOCKBUF_STRAT_LOCK,	    /* SO_*BUF: locked, autotuning off */
+	SOCKBUF_STRAT_FORCE_LOCK,   /* SO_*BUFFORCE: locked, past *mem_max */
 	SOCKBUF_STRAT_FORCE_UNLOCK, /* SO_*BUFFORCE, then SO_BUF_LOCK cleared */
-	SOCKBUF_STRAT_DEFAULT,     /* left at the kernel's size (fallback) */
-	SOCKBUF_STRAT_HELD,        /* restore: already at or above the floor */
+	SOCKBUF_STRAT_DEFAULT,	    /* left at the kernel's size (fallback) */
+	SOCKBUF_STRAT_HELD,	    /* restore: already at or above the floor */
 };
 
 /** enum sockbuf_clamp - why a size differs from the request (bits). */
@@ -250,9 +250,9 @@ struct sockbuf_floor {
 /* Also reserve the floor's memory with SO_RESERVE_MEM where the kernel
  * allows, so send-side moderation cannot cut below it. */
 #define SOCKBUF_F_RESERVE_MEM (1u << 3)
-#define SOCKBUF_F_ALL_                                                     \
-	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT |             \
-	 SOCKBUF_F_ALLOW_FORCE | SOCKBUF_F_RESERVE_MEM)
+#define SOCKBUF_F_ALL_                                                                             \
+	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE |            \
+	 SOCKBUF_F_RESERVE_MEM)
 
 /**
  * sockbuf_set_initial_bufsize() - start buffers at a size, keep autotuning.
@@ -276,8 +276,7 @@ struct sockbuf_floor {
  * above SOCKBUF_SIZE_MAX), -EOPNOTSUPP (no unlocked mechanism and no
  * fallback), or the -errno of a failing setsockopt/getsockopt.
  */
-SOCKBUF_API int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf,
-					    unsigned int flags,
+SOCKBUF_API int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
 					    struct sockbuf_report *report);
 
 /**
@@ -295,8 +294,7 @@ SOCKBUF_API int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf,
  * Return: 0 on success; -EBADF, -ENOTSOCK, -EINVAL, -EOVERFLOW as for
  * set_initial, or the -errno of a failing setsockopt/getsockopt.
  */
-SOCKBUF_API int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf,
-				     unsigned int flags,
+SOCKBUF_API int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
 				     struct sockbuf_report *report);
 
 /**
@@ -371,8 +369,7 @@ SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
  * Return: the same values as sockbuf_set_initial_bufsize(); -EINVAL also
  * when @floor is NULL or has no direction set.
  */
-SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
-				      unsigned int flags,
+SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned int flags,
 				      struct sockbuf_report *report);
 
 /* ------------------------------------------------------------------------
@@ -393,8 +390,7 @@ SOCKBUF_API const char *sockbuf_feature_name(uint32_t feature);
  * Return: the length the full text needs (like snprintf), or -EINVAL when
  * @buf is NULL and @len is not 0.
  */
-SOCKBUF_API int sockbuf_clamp_names(uint32_t clamps, char *buf,
-				    unsigned int len);
+SOCKBUF_API int sockbuf_clamp_names(uint32_t clamps, char *buf, unsigned int len);
 
 /** sockbuf_version() - SOCKBUF_VERSION of the library that is loaded. */
 SOCKBUF_API int sockbuf_version(void);

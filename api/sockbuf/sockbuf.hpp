@@ -22,11 +22,13 @@
 #include <utility>
 #include <variant>
 
-namespace sockbuf {
+namespace sockbuf
+{
 
 // A value or the error that prevented it (std::expected is C++23).
-template <class T> class result {
-      public:
+template <class T> class result
+{
+public:
 	result(T value) : v_(std::move(value)) {}
 	result(std::error_code ec) : v_(ec) {}
 
@@ -45,7 +47,7 @@ template <class T> class result {
 		return has_value() ? std::error_code{} : std::get<1>(v_);
 	}
 
-      private:
+private:
 	std::variant<T, std::error_code> v_;
 };
 
@@ -92,8 +94,7 @@ inline result<probe_result> probe(bool fresh = false)
 	return p;
 }
 
-inline result<report> set_initial_bufsize(int fd, sizes s,
-					   flags f = flags::none)
+inline result<report> set_initial_bufsize(int fd, sizes s, flags f = flags::none)
 {
 	report r;
 	int ret = sockbuf_set_initial_bufsize(fd, s.snd, s.rcv, unsigned(f), &r);
@@ -129,8 +130,7 @@ inline result<int> check_floor(int fd, const floor &f)
 	return ret;
 }
 
-inline result<report> restore_floor(int fd, const floor &f,
-				    flags fl = flags::none)
+inline result<report> restore_floor(int fd, const floor &f, flags fl = flags::none)
 {
 	report r;
 	int ret = sockbuf_restore_floor(fd, &f, unsigned(fl), &r);

@@ -11,15 +11,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/core.h>
 #include <netinet/in.h>
+#include <string>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <fmt/core.h>
-#include <string>
 
-namespace sockbuf::cli {
+namespace sockbuf::cli
+{
 
-namespace {
+namespace
+{
 
 bool parse_size(const char *s, long long *out)
 {
@@ -40,11 +42,14 @@ bool parse_size(const char *s, long long *out)
 
 const char *lock_word(int lock)
 {
-	return lock < 0 ? "?" : lock == 0 ? "no" : lock == 3 ? "snd+rcv" : lock == 1 ? "snd" : "rcv";
+	return lock < 0	   ? "?"
+	       : lock == 0 ? "no"
+	       : lock == 3 ? "snd+rcv"
+	       : lock == 1 ? "snd"
+			   : "rcv";
 }
 
-int run_one(const char *name, const lab::setup_fn &setup, long long bytes,
-	    std::string *line)
+int run_one(const char *name, const lab::setup_fn &setup, long long bytes, std::string *line)
 {
 	lab::transfer_result r = lab::bulk_transfer((uint64_t)bytes, 20.0, setup, setup);
 	if (r.err) {
@@ -52,11 +57,13 @@ int run_one(const char *name, const lab::setup_fn &setup, long long bytes,
 			   std::strerror(-r.err));
 		return 1;
 	}
-	*line = fmt::format("{:<12} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9.1f} {}", name,
-			    r.server_rcvbuf.first, r.server_rcvbuf.min,
-			    r.server_rcvbuf.max, lock_word(r.server_lock),
-			    r.server_rcv_wscale, r.bytes / r.seconds / 1e6,
-			    r.corrupt ? "CORRUPT" : r.bytes == (uint64_t)bytes ? "ok" : "short");
+	*line =
+	    fmt::format("{:<12} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9.1f} {}", name,
+			r.server_rcvbuf.first, r.server_rcvbuf.min, r.server_rcvbuf.max,
+			lock_word(r.server_lock), r.server_rcv_wscale, r.bytes / r.seconds / 1e6,
+			r.corrupt		     ? "CORRUPT"
+			: r.bytes == (uint64_t)bytes ? "ok"
+						     : "short");
 	return r.corrupt ? 1 : 0;
 }
 
@@ -74,7 +81,8 @@ int cmd_demo(int argc, char **argv)
 		else
 			ok = false;
 		if (!ok) {
-			fmt::print(stderr, "usage: sockbuf demo [--bytes N[K|M]] [--size N[K|M]]\n");
+			fmt::print(stderr,
+				   "usage: sockbuf demo [--bytes N[K|M]] [--size N[K|M]]\n");
 			return 2;
 		}
 	}
@@ -86,20 +94,24 @@ int cmd_demo(int argc, char **argv)
 		auto rep = lock ? sockbuf::lock_bufsize(fd, {isize, isize})
 				: sockbuf::set_initial_bufsize(fd, {isize, isize});
 		if (rep)
-			fmt::print("  {:<20} {}\n", lock ? "lock_bufsize" : "set_initial_bufsize", *rep);
+			fmt::print("  {:<20} {}\n", lock ? "lock_bufsize" : "set_initial_bufsize",
+				   *rep);
 		else
-			fmt::print("  {:<20} error: {}\n", lock ? "lock_bufsize" : "set_initial_bufsize",
+			fmt::print("  {:<20} error: {}\n",
+				   lock ? "lock_bufsize" : "set_initial_bufsize",
 				   rep.error().message());
 		::close(fd);
 	}
 
-	fmt::print("\nBulk transfer of {} bytes over loopback, sizes applied before listen()/connect():\n",
-		   bytes);
-	fmt::print("{:<12} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9} {}\n", "config",
-		   "rcvbuf@0", "min", "max", "locked", "wscale", "MB/s", "data");
+	fmt::print(
+	    "\nBulk transfer of {} bytes over loopback, sizes applied before listen()/connect():\n",
+	    bytes);
+	fmt::print("{:<12} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9} {}\n", "config", "rcvbuf@0",
+		   "min", "max", "locked", "wscale", "MB/s", "data");
 	lab::setup_fn untouched = [](int) { return 0; };
 	lab::setup_fn initial = [isize](int fd) {
-		return sockbuf_set_initial_bufsize(fd, isize, isize, SOCKBUF_F_FALLBACK_LOCK, nullptr);
+		return sockbuf_set_initial_bufsize(fd, isize, isize, SOCKBUF_F_FALLBACK_LOCK,
+						   nullptr);
 	};
 	lab::setup_fn locked = [isize](int fd) {
 		return sockbuf_lock_bufsize(fd, isize, isize, 0, nullptr);

@@ -9,13 +9,15 @@
 
 #include <cstring>
 
-namespace sockbuf::cli {
+namespace sockbuf::cli
+{
 
-namespace {
+namespace
+{
 
-constexpr uint32_t all_features[] = {
-	SOCKBUF_FEAT_BUF_LOCK, SOCKBUF_FEAT_RCVLOWAT_RAISE,
-	SOCKBUF_FEAT_RESERVE_MEM, SOCKBUF_FEAT_FORCE, SOCKBUF_FEAT_TCP_INFO};
+constexpr uint32_t all_features[] = {SOCKBUF_FEAT_BUF_LOCK, SOCKBUF_FEAT_RCVLOWAT_RAISE,
+				     SOCKBUF_FEAT_RESERVE_MEM, SOCKBUF_FEAT_FORCE,
+				     SOCKBUF_FEAT_TCP_INFO};
 
 const char *feature_key(uint32_t f)
 {
@@ -46,9 +48,8 @@ void print_json(const sockbuf_probe_info &p)
 	j["kernel"] = p.release;
 	j["library_version"] = sockbuf_version();
 	for (uint32_t f : all_features)
-		j["features"][feature_key(f)] = {
-			{"usable", (p.features & f) != 0},
-			{"known", (p.known & f) != 0}};
+		j["features"][feature_key(f)] = {{"usable", (p.features & f) != 0},
+						 {"known", (p.known & f) != 0}};
 	j["sysctl"] = {{"wmem_max", p.wmem_max},
 		       {"rmem_max", p.rmem_max},
 		       {"wmem_default", p.wmem_default},
@@ -57,8 +58,7 @@ void print_json(const sockbuf_probe_info &p)
 		       {"tcp_rmem", {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]}}};
 	j["min_sndbuf"] = p.min_sndbuf;
 	j["min_rcvbuf"] = p.min_rcvbuf;
-	j["tcp_socket_defaults"] = {{"sndbuf", p.tcp_sndbuf},
-				    {"rcvbuf", p.tcp_rcvbuf}};
+	j["tcp_socket_defaults"] = {{"sndbuf", p.tcp_sndbuf}, {"rcvbuf", p.tcp_rcvbuf}};
 	fmt::print("{}\n", j.dump(2));
 }
 
@@ -71,19 +71,18 @@ void print_table(const sockbuf_probe_info &p)
 	fmt::print("\n{:<30} {}\n", "limit", "bytes");
 	fmt::print("{:<30} {}\n", "net.core.wmem_max", p.wmem_max);
 	fmt::print("{:<30} {}\n", "net.core.rmem_max", p.rmem_max);
-	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_wmem", p.tcp_wmem[0],
-		   p.tcp_wmem[1], p.tcp_wmem[2]);
-	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_rmem", p.tcp_rmem[0],
-		   p.tcp_rmem[1], p.tcp_rmem[2]);
-	fmt::print("{:<30} {} / {}\n", "smallest sndbuf / rcvbuf",
-		   p.min_sndbuf, p.min_rcvbuf);
-	fmt::print("{:<30} {} / {}\n", "new TCP socket sndbuf / rcvbuf",
-		   p.tcp_sndbuf, p.tcp_rcvbuf);
+	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_wmem", p.tcp_wmem[0], p.tcp_wmem[1],
+		   p.tcp_wmem[2]);
+	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_rmem", p.tcp_rmem[0], p.tcp_rmem[1],
+		   p.tcp_rmem[2]);
+	fmt::print("{:<30} {} / {}\n", "smallest sndbuf / rcvbuf", p.min_sndbuf, p.min_rcvbuf);
+	fmt::print("{:<30} {} / {}\n", "new TCP socket sndbuf / rcvbuf", p.tcp_sndbuf,
+		   p.tcp_rcvbuf);
 	const char *how = (p.features & SOCKBUF_FEAT_BUF_LOCK)
-				  ? "SO_*BUF then SO_BUF_LOCK 0 (both directions)"
+			      ? "SO_*BUF then SO_BUF_LOCK 0 (both directions)"
 			  : (p.features & SOCKBUF_FEAT_RCVLOWAT_RAISE)
-				  ? "receive: SO_RCVLOWAT raise; send: fallback flag needed"
-				  : "no unlocked mechanism: fallback flag needed";
+			      ? "receive: SO_RCVLOWAT raise; send: fallback flag needed"
+			      : "no unlocked mechanism: fallback flag needed";
 	fmt::print("\nset_initial_bufsize will use: {}\n", how);
 }
 
@@ -96,8 +95,9 @@ int cmd_probe(int argc, char **argv)
 		if (!std::strcmp(argv[i], "--json")) {
 			json = true;
 		} else {
-			fmt::print(stderr, "sockbuf probe: unknown argument '{}'\n"
-					   "usage: sockbuf probe [--json]\n",
+			fmt::print(stderr,
+				   "sockbuf probe: unknown argument '{}'\n"
+				   "usage: sockbuf probe [--json]\n",
 				   argv[i]);
 			return 2;
 		}

@@ -2,7 +2,8 @@
 // Subcommands of the `sockbuf` tool.  Each returns the process exit status.
 #pragma once
 
-namespace sockbuf::cli {
+namespace sockbuf::cli
+{
 
 int cmd_probe(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

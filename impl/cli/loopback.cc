@@ -14,7 +14,8 @@
 #include <unistd.h>
 #include <vector>
 
-namespace sockbuf::lab {
+namespace sockbuf::lab
+{
 
 void sample_range::add(int v)
 {
@@ -25,7 +26,8 @@ void sample_range::add(int v)
 	last = v;
 }
 
-namespace {
+namespace
+{
 
 using clock = std::chrono::steady_clock;
 
@@ -54,15 +56,15 @@ int getint(int fd, int level, int name)
 
 int rcv_wscale(int fd)
 {
-	struct tcp_info ti {};
+	struct tcp_info ti {
+	};
 	socklen_t len = sizeof(ti);
 	if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return -1;
 	return (ti.tcpi_options & TCPI_OPT_WSCALE) ? ti.tcpi_rcv_wscale : 0;
 }
 
-void send_all(int fd, uint64_t bytes, clock::time_point deadline,
-	      sample_range *sndbuf)
+void send_all(int fd, uint64_t bytes, clock::time_point deadline, sample_range *sndbuf)
 {
 	std::vector<unsigned char> buf(256 * 1024);
 	uint64_t off = 0;
@@ -74,8 +76,7 @@ void send_all(int fd, uint64_t bytes, clock::time_point deadline,
 			buf[i] = pattern(off + i);
 		size_t done = 0;
 		while (done < n) {
-			ssize_t w = ::send(fd, buf.data() + done, n - done,
-					   MSG_NOSIGNAL);
+			ssize_t w = ::send(fd, buf.data() + done, n - done, MSG_NOSIGNAL);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
@@ -90,8 +91,7 @@ void send_all(int fd, uint64_t bytes, clock::time_point deadline,
 
 } // namespace
 
-transfer_result bulk_transfer(uint64_t bytes, double max_seconds,
-			      const setup_fn &listener_setup,
+transfer_result bulk_transfer(uint64_t bytes, double max_seconds, const setup_fn &listener_setup,
 			      const setup_fn &client_setup, const char *addr)
 {
 	transfer_result r;
@@ -101,7 +101,8 @@ transfer_result bulk_transfer(uint64_t bytes, double max_seconds,
 		return r;
 	};
 	fd_guard lst, cli, srv;
-	struct sockaddr_in sa {};
+	struct sockaddr_in sa {
+	};
 	sa.sin_family = AF_INET;
 	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
 		errno = EINVAL;
@@ -144,7 +145,7 @@ transfer_result bulk_transfer(uint64_t bytes, double max_seconds,
 
 	auto start = clock::now();
 	auto deadline = start + std::chrono::duration_cast<clock::duration>(
-					std::chrono::duration<double>(max_seconds));
+				    std::chrono::duration<double>(max_seconds));
 	std::thread sender(send_all, cli.fd, bytes, deadline, &r.client_sndbuf);
 
 	std::vector<unsigned char> buf(256 * 1024);
@@ -154,9 +155,9 @@ transfer_result bulk_transfer(uint64_t bytes, double max_seconds,
 			r.timed_out = true;
 			break;
 		}
-		int ms = (int)std::chrono::duration_cast<std::chrono::milliseconds>(
-				 deadline - now)
-				 .count() + 1;
+		int ms = (int)std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
+			     .count() +
+			 1;
 		struct pollfd p = {srv.fd, POLLIN, 0};
 		int pr = ::poll(&p, 1, ms);
 		if (pr < 0 && errno == EINTR)

@@ -7,7 +7,8 @@
 #include <functional>
 #include <string>
 
-namespace sockbuf::lab {
+namespace sockbuf::lab
+{
 
 struct sample_range {
 	int first = -1, min = -1, max = -1, last = -1;
@@ -15,11 +16,11 @@ struct sample_range {
 };
 
 struct transfer_result {
-	int err = 0;		 // 0, or the -errno that stopped the run
-	std::string what;	 // which step failed, when err != 0
-	uint64_t bytes = 0;	 // bytes received and verified
-	bool corrupt = false;	 // a byte arrived that was not the one sent
-	bool timed_out = false;	 // the time bound ended the run
+	int err = 0;		// 0, or the -errno that stopped the run
+	std::string what;	// which step failed, when err != 0
+	uint64_t bytes = 0;	// bytes received and verified
+	bool corrupt = false;	// a byte arrived that was not the one sent
+	bool timed_out = false; // the time bound ended the run
 	double seconds = 0;
 	sample_range server_rcvbuf; // accepted socket, sampled after each read
 	sample_range client_sndbuf; // sampled by the sender after each send
@@ -35,9 +36,7 @@ using setup_fn = std::function<int(int fd)>;
 // Listens on 127.0.0.1 (or the given IPv4 address), connects, accepts,
 // sends @bytes from client to server, verifies every byte, and stops after
 // @bytes or @max_seconds, whichever comes first.
-transfer_result bulk_transfer(uint64_t bytes, double max_seconds,
-			      const setup_fn &listener_setup,
-			      const setup_fn &client_setup,
-			      const char *addr = "127.0.0.1");
+transfer_result bulk_transfer(uint64_t bytes, double max_seconds, const setup_fn &listener_setup,
+			      const setup_fn &client_setup, const char *addr = "127.0.0.1");
 
 } // namespace sockbuf::lab

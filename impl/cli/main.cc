@@ -7,7 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-namespace {
+namespace
+{
 
 struct command {
 	const char *name;
@@ -16,10 +17,10 @@ struct command {
 };
 
 const command commands[] = {
-	{"probe", sockbuf::cli::cmd_probe,
-	 "probe [--json]   which buffer mechanisms this kernel offers"},
-	{"demo", sockbuf::cli::cmd_demo,
-	 "demo [--bytes N] untouched vs set_initial vs lock on loopback TCP"},
+    {"probe", sockbuf::cli::cmd_probe,
+     "probe [--json]   which buffer mechanisms this kernel offers"},
+    {"demo", sockbuf::cli::cmd_demo,
+     "demo [--bytes N] untouched vs set_initial vs lock on loopback TCP"},
 };
 
 int usage(std::FILE *to, int status)

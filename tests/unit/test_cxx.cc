@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// The C++ layer: same calls, errors as std::error_code, fmt output.
+#include "util.h"
+
+#include <sockbuf/format.hpp>
+#include <sockbuf/sockbuf.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+TEST(Cxx, SuccessCarriesTheReportAndFloor)
+{
+	fd s(tcp());
+	auto r = sockbuf::set_initial_bufsize(s, {.snd = 131072, .rcv = 131072},
+					      sockbuf::flags::fallback_lock);
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->snd.effective, 131072);
+	sockbuf::floor f = r->floor();
+	EXPECT_EQ(f.rcv, 131072);
+	auto below = sockbuf::check_floor(s, f);
+	ASSERT_TRUE(below);
+	EXPECT_EQ(*below, 0);
+}
+
+TEST(Cxx, ErrorsAreGenericErrorCodes)
+{
+	auto r = sockbuf::lock_bufsize(-1, {.snd = 4096});
+	ASSERT_FALSE(r);
+	EXPECT_EQ(r.error(), std::errc::bad_file_descriptor);
+	EXPECT_THROW(r.value(), std::system_error);
+	auto st = sockbuf::get_state(-1);
+	EXPECT_EQ(st.error(), std::errc::bad_file_descriptor);
+	fd u(udp());
+	auto i = sockbuf::set_initial_bufsize(u, {.rcv = 4096});
+	EXPECT_EQ(i.error(), std::errc::wrong_protocol_type);
+}
+
+TEST(Cxx, FormattersSayWhatHappened)
+{
+	fd s(tcp());
+	auto r = sockbuf::lock_bufsize(s, {.snd = 65537});
+	ASSERT_TRUE(r);
+	std::string text = fmt::format("{}", *r);
+	EXPECT_NE(text.find("65537 -> 65536 (lock, locked"), std::string::npos) << text;
+	EXPECT_NE(text.find("[odd]"), std::string::npos) << text;
+	EXPECT_NE(text.find("rcv untouched"), std::string::npos) << text;
+	auto st = sockbuf::get_state(s);
+	ASSERT_TRUE(st);
+	EXPECT_NE(fmt::format("{}", *st).find("sndbuf 65536"), std::string::npos);
+}
+
+TEST(Cxx, ProbeAndRestore)
+{
+	auto p = sockbuf::probe();
+	ASSERT_TRUE(p);
+	EXPECT_GT(p->min_sndbuf, 0);
+	fd s(tcp());
+	auto r = sockbuf::restore_floor(s, {4096, 4096});
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->snd.strategy, SOCKBUF_STRAT_HELD);
+}
+
+} // namespace

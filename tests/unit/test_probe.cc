@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// The probe reports what the kernel does, and caches it.
+#include "seam.h"
+#include "sys.h"
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/utsname.h>
+#include <thread>
+#include <vector>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+TEST(Probe, FeaturesMatchWhatTheKernelAnswers)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+	fd s(tcp());
+	int lock;
+	socklen_t len = sizeof(lock);
+	bool has_buf_lock = ::getsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) == 0;
+	EXPECT_EQ((p.features & SOCKBUF_FEAT_BUF_LOCK) != 0, has_buf_lock);
+	EXPECT_EQ((p.known & SOCKBUF_FEAT_BUF_LOCK) != 0, has_buf_lock);
+	// Usable implies known, for every feature.
+	EXPECT_EQ(p.features & ~p.known, 0u);
+	EXPECT_TRUE(p.features & SOCKBUF_FEAT_TCP_INFO);
+}
+
+TEST(Probe, MinimumsAndDefaultsAreTheKernels)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	fd s(tcp());
+	EXPECT_EQ(p.tcp_sndbuf, sndbuf(s));
+	EXPECT_EQ(p.tcp_rcvbuf, rcvbuf(s));
+	int one = 1;
+	::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one));
+	::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+	EXPECT_EQ(p.min_sndbuf, sndbuf(s));
+	EXPECT_EQ(p.min_rcvbuf, rcvbuf(s));
+	EXPECT_GT(p.min_sndbuf, p.min_rcvbuf); // SOCK_MIN_SNDBUF = 2 x SOCK_MIN_RCVBUF
+}
+
+TEST(Probe, SysctlsAndReleaseAreRead)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	EXPECT_EQ(p.rmem_max, sysctl_int("/proc/sys/net/core/rmem_max"));
+	EXPECT_EQ(p.wmem_max, sysctl_int("/proc/sys/net/core/wmem_max"));
+	EXPECT_EQ(p.tcp_rmem[2], sysctl_int("/proc/sys/net/ipv4/tcp_rmem", 2));
+	EXPECT_EQ(p.tcp_wmem[0], sysctl_int("/proc/sys/net/ipv4/tcp_wmem", 0));
+	struct utsname u;
+	ASSERT_EQ(uname(&u), 0);
+	EXPECT_STREQ(p.release, u.release);
+}
+
+TEST(Probe, CachedResultIsStableAcrossThreads)
+{
+	struct sockbuf_probe_info first;
+	ASSERT_EQ(sockbuf_probe(&first, 0), 0);
+	std::vector<std::thread> threads;
+	std::vector<struct sockbuf_probe_info> seen(8);
+	for (int i = 0; i < 8; i++)
+		threads.emplace_back([&seen, i] { sockbuf_probe(&seen[i], 0); });
+	for (auto &t : threads)
+		t.join();
+	for (const auto &p : seen) {
+		EXPECT_EQ(p.features, first.features);
+		EXPECT_EQ(p.rmem_max, first.rmem_max);
+	}
+}
+
+TEST(Probe, SimulatedOldKernelWithoutBufLock)
+{
+	{
+		injector inj;
+		inj.add({false, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+		inj.add({true, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+		struct sockbuf_probe_info p;
+		ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+		EXPECT_FALSE(p.known & SOCKBUF_FEAT_BUF_LOCK);
+		EXPECT_FALSE(p.features & SOCKBUF_FEAT_BUF_LOCK);
+		// The cache now describes the simulated kernel too.
+		struct sockbuf_probe_info c;
+		ASSERT_EQ(sockbuf_probe(&c, 0), 0);
+		EXPECT_FALSE(c.features & SOCKBUF_FEAT_BUF_LOCK);
+	}
+	reprobe_real_kernel();
+}
+
+TEST(Probe, SocketFailureIsReturnedAndCacheKept)
+{
+	struct sockbuf_probe_info before;
+	ASSERT_EQ(sockbuf_probe(&before, 0), 0);
+	{
+		injector inj;
+		static const sockbuf::sys::hooks fail_socket = {
+		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }};
+		sockbuf::sys::set_hooks(&fail_socket);
+		EXPECT_EQ(sockbuf_probe(nullptr, SOCKBUF_PROBE_FRESH), -EMFILE);
+	}
+	struct sockbuf_probe_info after;
+	ASSERT_EQ(sockbuf_probe(&after, 0), 0);
+	EXPECT_EQ(after.features, before.features);
+}
+
+} // namespace

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// Every syscall failure path, through the fault-injection seam.
+#include "seam.h"
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <netinet/tcp.h>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+bool has_buf_lock()
+{
+	struct sockbuf_probe_info p;
+	sockbuf_probe(&p, 0);
+	return p.features & SOCKBUF_FEAT_BUF_LOCK;
+}
+
+TEST(Seam, EintrIsRetried)
+{
+	fd s(tcp());
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_SNDBUF, EINTR, 0, 2});
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_lock_bufsize(s, 65536, 0, 0, &rep), 0);
+	EXPECT_EQ(sndbuf(s), 65536);
+}
+
+TEST(Seam, EndlessEintrSurfacesAsEintr)
+{
+	fd s(tcp());
+	int before = sndbuf(s);
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_SNDBUF, EINTR});
+	EXPECT_EQ(sockbuf_lock_bufsize(s, 65536, 0, 0, nullptr), -EINTR);
+	EXPECT_EQ(sndbuf(s), before);
+}
+
+TEST(Seam, FirstSetFailsNothingChangedNoPartial)
+{
+	fd s(tcp());
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_SNDBUF, ENOMEM});
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  -ENOMEM);
+	EXPECT_FALSE(rep.flags & SOCKBUF_R_PARTIAL);
+	EXPECT_EQ(buflock(s), 0);
+}
+
+TEST(Seam, SecondSetFailsAfterTheFirstIsPartial)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
+	fd s(tcp());
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_RCVBUF, ENOMEM});
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, 0, &rep), -ENOMEM);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
+	// The report shows the real state: send set (and locked, since the
+	// unlock step never ran).
+	EXPECT_EQ(rep.snd.effective, 65536);
+	EXPECT_EQ(rep.snd.effective, sndbuf(s));
+	EXPECT_EQ(rep.snd.locked, 1);
+	EXPECT_EQ(buflock(s), SOCKBUF_SND);
+}
+
+TEST(Seam, UnlockRefusedIsPartialAndSaysLocked)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
+	fd s(tcp());
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_BUF_LOCK, EPERM});
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, 0, &rep), -EPERM);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
+	EXPECT_EQ(rep.snd.locked, 1);
+	EXPECT_EQ(rep.rcv.locked, 1);
+	EXPECT_EQ(buflock(s), SOCKBUF_BOTH);
+}
+
+TEST(Seam, ReadBackFailureIsReturned)
+{
+	fd s(tcp());
+	injector inj;
+	inj.add({false, SOL_SOCKET, SO_RCVBUF, ENOBUFS});
+	EXPECT_EQ(sockbuf_lock_bufsize(s, 0, 65536, 0, nullptr), -ENOBUFS);
+	struct sockbuf_state st;
+	EXPECT_EQ(sockbuf_get_state(s, &st), -ENOBUFS);
+	struct sockbuf_floor f = {0, 4096};
+	EXPECT_EQ(sockbuf_check_floor(s, &f, nullptr), -ENOBUFS);
+}
+
+TEST(Seam, ProtocolCheckFailureStopsBeforeAnyChange)
+{
+	fd s(tcp());
+	int before = sndbuf(s);
+	injector inj;
+	inj.add({false, SOL_SOCKET, SO_PROTOCOL, ENOPROTOOPT});
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, 0, nullptr), -ENOPROTOOPT);
+	EXPECT_EQ(inj.calls_set(), 0);
+	EXPECT_EQ(sndbuf(s), before);
+}
+
+TEST(Seam, MissingTcpInfoOnlyLosesTheState)
+{
+	fd s(tcp());
+	injector inj;
+	inj.add({false, IPPROTO_TCP, TCP_INFO, ENOPROTOOPT});
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(rep.tcp_state, -1);
+	EXPECT_EQ(rep.snd.effective, 65536);
+}
+
+TEST(Seam, RestoreReadFailure)
+{
+	fd s(tcp());
+	injector inj;
+	inj.add({false, SOL_SOCKET, SO_SNDBUF, EIO});
+	struct sockbuf_floor f = {65536, 0};
+	EXPECT_EQ(sockbuf_restore_floor(s, &f, 0, nullptr), -EIO);
+}
+
+TEST(Seam, RcvlowatFailurePaths)
+{
+	injector inj;
+	inj.add({false, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+	inj.add({true, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+	if (!(p.features & SOCKBUF_FEAT_RCVLOWAT_RAISE)) {
+		reprobe_real_kernel();
+		GTEST_SKIP() << "kernel does not raise sk_rcvbuf on SO_RCVLOWAT";
+	}
+	fd s(tcp());
+	// Setting the mark back fails after the raise: partial, -ENOMEM.
+	inj.add({true, SOL_SOCKET, SO_RCVLOWAT, ENOMEM, 1, 1});
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 0, 1 << 20, 0, &rep), -ENOMEM);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
+	EXPECT_EQ(rep.rcv.effective, rcvbuf(s));
+	// Reading the caller's mark fails: nothing changed.
+	fd t(tcp());
+	int before = rcvbuf(t);
+	inj.add({false, SOL_SOCKET, SO_RCVLOWAT, EIO, 0, 1});
+	EXPECT_EQ(sockbuf_set_initial_bufsize(t, 0, 1 << 20, 0, &rep), -EIO);
+	EXPECT_EQ(rcvbuf(t), before);
+	reprobe_real_kernel();
+}
+
+} // namespace

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// set_initial_bufsize on real sockets: the size asked, unlocked, reported.
+#include "seam.h"
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <netinet/tcp.h>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+struct sockbuf_probe_info probe()
+{
+	struct sockbuf_probe_info p;
+	sockbuf_probe(&p, 0);
+	return p;
+}
+
+bool has_buf_lock()
+{
+	return probe().features & SOCKBUF_FEAT_BUF_LOCK;
+}
+
+TEST(SetInitial, SizeInForceInTheLibraryUnitAndUnlocked)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
+	fd s(tcp());
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 262144, 196608, 0, &rep), 0);
+	EXPECT_EQ(sndbuf(s), 262144); // not 524288: the library halves
+	EXPECT_EQ(rcvbuf(s), 196608);
+	EXPECT_EQ(buflock(s), 0);
+	EXPECT_EQ(rep.snd.requested, 262144);
+	EXPECT_EQ(rep.snd.effective, 262144);
+	EXPECT_EQ(rep.rcv.effective, 196608);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_UNLOCK);
+	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_UNLOCK);
+	EXPECT_EQ(rep.snd.locked, 0);
+	EXPECT_EQ(rep.rcv.locked, 0);
+	EXPECT_EQ(rep.snd.floor, 262144);
+	EXPECT_EQ(rep.rcv.floor, 196608);
+	EXPECT_EQ(rep.snd.clamps, 0u);
+	EXPECT_EQ(rep.tcp_state, TCP_CLOSE);
+	EXPECT_EQ(rep.flags, 0u);
+	struct sockbuf_floor f;
+	ASSERT_EQ(sockbuf_report_floor(&rep, &f), 0);
+	EXPECT_EQ(f.snd, 262144);
+	EXPECT_EQ(f.rcv, 196608);
+}
+
+TEST(SetInitial, OneDirectionKeepsTheOthersLockBit)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
+	fd s(tcp());
+	int half = 32768;
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &half, sizeof(half)), 0);
+	ASSERT_EQ(buflock(s), SOCKBUF_RCV);
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 131072, 0, 0, &rep), 0);
+	EXPECT_EQ(buflock(s), SOCKBUF_RCV); // the caller's receive lock stays
+	EXPECT_EQ(rcvbuf(s), 65536);	    // and its size too
+	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_NONE);
+	EXPECT_EQ(rep.rcv.requested, 0);
+	EXPECT_EQ(rep.rcv.locked, 1);
+	EXPECT_EQ(rep.snd.locked, 0);
+}
+
+TEST(SetInitial, OddAndSubMinimumSizesAreReported)
+{
+	fd s(tcp());
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 1001, 100001, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	struct sockbuf_probe_info p = probe();
+	EXPECT_EQ(rep.snd.effective, p.min_sndbuf);
+	EXPECT_EQ(rep.snd.clamps, (uint32_t)(SOCKBUF_CLAMP_ODD | SOCKBUF_CLAMP_SOCK_MIN));
+	EXPECT_EQ(rep.snd.floor, 1001); // min(requested, effective)
+	EXPECT_EQ(rep.rcv.effective, 100000);
+	EXPECT_EQ(rep.rcv.clamps, (uint32_t)SOCKBUF_CLAMP_ODD);
+	EXPECT_EQ(rep.rcv.floor, 100000);
+}
+
+TEST(SetInitial, MemMaxClampIsReported)
+{
+	struct sockbuf_probe_info p = probe();
+	if (p.rmem_max <= 0 || p.rmem_max > SOCKBUF_SIZE_MAX / 4)
+		GTEST_SKIP() << "net.core.rmem_max unreadable or too large to exceed";
+	fd s(tcp());
+	struct sockbuf_report rep;
+	int want = p.rmem_max * 4; // twice what the clamp lets through
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 0, want, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(rep.rcv.effective, 2 * p.rmem_max);
+	EXPECT_EQ(rcvbuf(s), 2 * p.rmem_max);
+	EXPECT_TRUE(rep.rcv.clamps & SOCKBUF_CLAMP_MEM_MAX);
+	EXPECT_EQ(rep.rcv.floor, 2 * p.rmem_max);
+	EXPECT_FALSE(rep.flags & SOCKBUF_R_FORCE_DENIED); // force was not asked for
+}
+
+TEST(SetInitial, ForcePassesMemMaxWithCapNetAdmin)
+{
+	struct sockbuf_probe_info p = probe();
+	if (!(p.features & SOCKBUF_FEAT_FORCE))
+		GTEST_SKIP() << "CAP_NET_ADMIN not effective: SO_*BUFFORCE unavailable";
+	if (!(p.features & SOCKBUF_FEAT_BUF_LOCK))
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
+	fd s(tcp());
+	struct sockbuf_report rep;
+	int want = p.wmem_max * 4;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, want, 0, SOCKBUF_F_ALLOW_FORCE, &rep), 0);
+	EXPECT_EQ(sndbuf(s), want);
+	EXPECT_EQ(buflock(s), 0);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_FORCE_UNLOCK);
+	EXPECT_FALSE(rep.snd.clamps & SOCKBUF_CLAMP_MEM_MAX);
+	// Above tcp_wmem[2]: autotuning may cut an unlocked buffer back.
+	EXPECT_EQ((rep.snd.clamps & SOCKBUF_CLAMP_TCP_MEM_MAX) != 0, want > p.tcp_wmem[2]);
+}
+
+TEST(SetInitial, ListenerAndConnectedSocketsAreReported)
+{
+	tcp_pair pr;
+	ASSERT_TRUE(make_pair(&pr));
+	struct sockbuf_report rep;
+	ASSERT_EQ(
+	    sockbuf_set_initial_bufsize(pr.listener, 0, 131072, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(rep.tcp_state, TCP_LISTEN);
+	EXPECT_EQ(rep.flags & (SOCKBUF_R_LISTENER | SOCKBUF_R_AFTER_HANDSHAKE),
+		  (uint32_t)SOCKBUF_R_LISTENER);
+	ASSERT_EQ(
+	    sockbuf_set_initial_bufsize(pr.client, 131072, 131072, SOCKBUF_F_FALLBACK_LOCK, &rep),
+	    0);
+	EXPECT_EQ(rep.tcp_state, TCP_ESTABLISHED);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_AFTER_HANDSHAKE);
+	EXPECT_EQ(rep.snd.effective, 131072); // the size still changed
+}
+
+// Kernels before 5.15: the receive side goes through SO_RCVLOWAT.
+class OldKernel : public ::testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		inj_.add({false, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+		inj_.add({true, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+		ASSERT_EQ(sockbuf_probe(&p_, SOCKBUF_PROBE_FRESH), 0);
+		ASSERT_FALSE(p_.features & SOCKBUF_FEAT_BUF_LOCK);
+	}
+	void TearDown() override { reprobe_real_kernel(); }
+	injector inj_;
+	struct sockbuf_probe_info p_;
+};
+
+TEST_F(OldKernel, ReceiveRaisedThroughRcvlowatWhichIsPutBack)
+{
+	if (!(p_.features & SOCKBUF_FEAT_RCVLOWAT_RAISE))
+		GTEST_SKIP() << "kernel does not raise sk_rcvbuf on SO_RCVLOWAT";
+	fd s(tcp());
+	int mark = 7;
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof(mark)), 0);
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 0, 1 << 20, 0, &rep), 0);
+	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_RCVLOWAT);
+	EXPECT_EQ(rcvbuf(s), 1 << 20);
+	EXPECT_EQ(rep.rcv.effective, 1 << 20);
+	EXPECT_EQ(rep.rcv.locked, 0);
+	EXPECT_EQ(getopt_int(s, SOL_SOCKET, SO_RCVLOWAT), 7); // the caller's mark
+	EXPECT_EQ(buflock(s), 0); // the real kernel agrees: still unlocked
+}
+
+TEST_F(OldKernel, RcvlowatOnlyRaises)
+{
+	if (!(p_.features & SOCKBUF_FEAT_RCVLOWAT_RAISE))
+		GTEST_SKIP() << "kernel does not raise sk_rcvbuf on SO_RCVLOWAT";
+	fd s(tcp());
+	int before = rcvbuf(s);
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 0, before / 2, 0, &rep), 0);
+	EXPECT_EQ(rep.rcv.effective, before);
+	EXPECT_TRUE(rep.rcv.clamps & SOCKBUF_CLAMP_ALREADY_LARGER);
+	EXPECT_EQ(rep.rcv.floor, before / 2);
+}
+
+TEST_F(OldKernel, SendWithoutFallbackIsRefusedAndUntouched)
+{
+	fd s(tcp());
+	int before = sndbuf(s);
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 262144, 262144, 0, &rep), -EOPNOTSUPP);
+	EXPECT_EQ(sndbuf(s), before);
+	EXPECT_EQ(buflock(s), 0); // never a silent lock
+}
+
+TEST_F(OldKernel, FallbackLockIsSaidOutLoud)
+{
+	fd s(tcp());
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 262144, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_LOCK);
+	EXPECT_EQ(rep.snd.locked, 1);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_FALLBACK);
+	EXPECT_EQ(sndbuf(s), 262144);
+	EXPECT_EQ(buflock(s), SOCKBUF_SND);
+}
+
+TEST_F(OldKernel, FallbackDefaultLeavesTheKernelSize)
+{
+	fd s(tcp());
+	int before = sndbuf(s);
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 262144, 0, SOCKBUF_F_FALLBACK_DEFAULT, &rep), 0);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_DEFAULT);
+	EXPECT_EQ(rep.snd.effective, before);
+	EXPECT_EQ(sndbuf(s), before);
+	EXPECT_EQ(buflock(s), 0);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_FALLBACK);
+}
+
+TEST(SetInitial, ReserveMemIsAttemptedAndReported)
+{
+	struct sockbuf_probe_info p = probe();
+	fd s(tcp());
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(
+		      s, 65536, 0, SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  0);
+	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
+		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVED);
+	} else {
+		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
+		EXPECT_EQ(rep.reserve_err, -EOPNOTSUPP);
+	}
+	EXPECT_EQ(rep.snd.effective, 65536); // the size stands either way
+}
+
+} // namespace

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests use, and nothing
+# when they are all present already.  Needs root (apt-get).
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential cmake pkg-config git
+	libcap-ng-dev libfmt-dev nlohmann-json3-dev
+	libgtest-dev libgmock-dev googletest libbenchmark-dev
+	# sanitizers, fuzzing, lint
+	clang clang-tidy clang-format libclang-rt-14-dev
+	# tests: namespaces, veth, tc, real programs, capabilities
+	iproute2 iperf3 python3 procps kmod libcap-ng-utils
+	# lab: NFQUEUE delay line, plots
+	libnetfilter-queue-dev python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [[ $(id -u) != 0 ]]; then
+		echo "deps: missing packages (${missing[*]}): run as root to install them" >&2
+		exit 1
+	fi
+	echo "deps: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <netinet/in.h>
@@ -144,10 +145,8 @@ int run(struct sockbuf_probe_info *out)
 	read_sysctls(&p);
 
 	struct utsname u;
-	if (uname(&u) == 0) {
-		std::strncpy(p.release, u.release, sizeof(p.release) - 1);
-		p.release[sizeof(p.release) - 1] = '\0';
-	}
+	if (uname(&u) == 0)
+		std::snprintf(p.release, sizeof(p.release), "%s", u.release);
 	*out = p;
 	return 0;
 }

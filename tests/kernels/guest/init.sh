@@ -1,0 +1,176 @@
+#!/bin/sh
+# /init of a sockbuf kernel-matrix guest (busybox sh).
+#
+# Everything this guest learns goes to the serial console between marker
+# lines that tests/kernels/run-matrix parses:
+#   @@SBK STEP <name>@@                      a stage starts (progress)
+#   @@SBK-BEGIN <name>@@ ... @@SBK-END <name> rc=<n>@@   one JSON document
+#   @@SBK DONE@@                             the guest finished its plan
+# Parameters arrive as environment variables from the kernel command line
+# (sbk_profile, sbk_rtts, sbk_seconds, sbk_bytes, sbk_pressure_rtt,
+# sbk_memcg_max).  The guest has no network card: all traffic stays on a
+# veth pair between two namespaces, addresses from 198.18.0.0/15.
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/bin:/sbin
+# busybox's ash runs its own applets before PATH, and its ip has no netns
+# and its tc no netem: iproute2's by full path.
+ip() { /usr/sbin/ip "$@"; }
+tc() { /usr/sbin/tc "$@"; }
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+mkdir -p /run/netns /var
+ln -s /run /var/run
+# Keep kernel messages off the console: they would split JSON lines.
+dmesg -n 1
+
+: "${sbk_profile:=quick}" "${sbk_rtts:=50}" "${sbk_seconds:=4}"
+: "${sbk_bytes:=268435456}" "${sbk_pressure_rtt:=50}" "${sbk_memcg_max:=8388608}"
+
+step() { echo "@@SBK STEP $1@@"; }
+# emit NAME FILE RC: one JSON document between markers.
+emit() {
+	echo "@@SBK-BEGIN $1@@"
+	if [ -s "$2" ]; then cat "$2"; else echo '{}'; fi
+	echo
+	echo "@@SBK-END $1 rc=$3@@"
+}
+jstr() { printf '"%s"' "$(printf '%s' "$1" | tr '\n\t' '  ' | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+
+step modules
+mods=""
+if [ -f /modules/order ]; then
+	while read -r m; do
+		name=${m%.ko}
+		name=${name#*-}
+		if insmod "/modules/$m" 2>/tmp/insmod.err; then r=ok; else r="fail: $(cat /tmp/insmod.err)"; fi
+		mods="$mods${mods:+,}$(jstr "$name"):$(jstr "$r")"
+	done </modules/order
+fi
+
+step facts
+cg=""
+if mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null; then
+	cg=$(cat /sys/fs/cgroup/cgroup.controllers)
+fi
+netem=no
+ip link add sbk-t0 type veth peer name sbk-t1 2>/dev/null &&
+	tc qdisc add dev sbk-t0 root netem delay 1ms 2>/dev/null && netem=yes
+ip link del sbk-t0 2>/dev/null
+{
+	echo "{"
+	echo "\"release\": $(jstr "$(uname -r)"),"
+	echo "\"version\": $(jstr "$(cat /proc/version)"),"
+	echo "\"profile\": $(jstr "$sbk_profile"),"
+	echo "\"modules\": {${mods}},"
+	echo "\"cgroup2_controllers\": $(jstr "$cg"),"
+	echo "\"netem\": $(jstr "$netem"),"
+	echo "\"tcp_mem\": $(jstr "$(cat /proc/sys/net/ipv4/tcp_mem)"),"
+	echo "\"tcp_rmem\": $(jstr "$(cat /proc/sys/net/ipv4/tcp_rmem)"),"
+	echo "\"tcp_wmem\": $(jstr "$(cat /proc/sys/net/ipv4/tcp_wmem)"),"
+	echo "\"congestion_control\": $(jstr "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"),"
+	echo "\"mem_total_kb\": $(awk '/MemTotal/ {print $2}' /proc/meminfo),"
+	echo "\"cpus\": $(nproc)"
+	echo "}"
+} >/tmp/facts.json
+emit facts /tmp/facts.json 0
+
+step probe
+sockbuf probe --json >/tmp/probe.json 2>/tmp/probe.err
+emit probe /tmp/probe.json $?
+
+step network
+ip netns add sbk-a && ip netns add sbk-b &&
+	ip link add sbk-va type veth peer name sbk-vb &&
+	ip link set sbk-va netns sbk-a && ip link set sbk-vb netns sbk-b &&
+	ip -n sbk-a addr add 198.18.0.1/24 dev sbk-va &&
+	ip -n sbk-b addr add 198.18.0.2/24 dev sbk-vb &&
+	ip -n sbk-a link set lo up && ip -n sbk-b link set lo up &&
+	ip -n sbk-a link set sbk-va up && ip -n sbk-b link set sbk-vb up
+net_rc=$?
+
+# set_delay RTT_MS: half the round trip on each side's egress.
+set_delay() {
+	half_us=$(($1 * 500))
+	for s in a b; do
+		tc -n sbk-$s qdisc del dev sbk-v$s root 2>/dev/null
+		[ "$1" -gt 0 ] || continue
+		tc -n sbk-$s qdisc add dev sbk-v$s root netem delay ${half_us}us limit 100000 || return 1
+	done
+	ip -n sbk-a tcp_metrics flush 2>/dev/null
+	ip -n sbk-b tcp_metrics flush 2>/dev/null
+	return 0
+}
+
+check() {
+	sockbuf-kernel-check --server-ns /run/netns/sbk-a --client-ns /run/netns/sbk-b \
+		--addr 198.18.0.1 --seconds "$sbk_seconds" --bytes "$sbk_bytes" "$@"
+}
+
+if [ $net_rc -eq 0 ]; then
+	for rtt in $(echo "$sbk_rtts" | tr ',' ' '); do
+		step "check-rtt$rtt"
+		if set_delay "$rtt"; then
+			check --rtt-ms "$rtt" --scenarios untouched,initial,locked \
+				--json /tmp/check.json
+			emit "check-rtt$rtt" /tmp/check.json $?
+		else
+			echo "{\"skip\": \"netem delay $rtt ms could not be set\"}" >/tmp/check.json
+			emit "check-rtt$rtt" /tmp/check.json 77
+		fi
+	done
+
+	step pressure-tcp_mem
+	set_delay "$sbk_pressure_rtt"
+	check --rtt-ms "$sbk_pressure_rtt" --scenarios tcp_mem,tcp_mem_restore \
+		--allow-global-changes --json /tmp/pressure.json
+	emit pressure-tcp_mem /tmp/pressure.json $?
+
+	step pressure-memcg
+	case " $cg " in
+	*" memory "*)
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+		mkdir -p /sys/fs/cgroup/sbk
+		echo "$sbk_memcg_max" >/sys/fs/cgroup/sbk/memory.max
+		# sh -c: its $$ is the process that then execs the check.
+		sh -c 'echo $$ >/sys/fs/cgroup/sbk/cgroup.procs && exec "$@"' memcg \
+			sockbuf-kernel-check --server-ns /run/netns/sbk-a \
+			--client-ns /run/netns/sbk-b --addr 198.18.0.1 \
+			--seconds "$sbk_seconds" --bytes "$sbk_bytes" \
+			--rtt-ms "$sbk_pressure_rtt" --scenarios memcg,memcg_restore \
+			--allow-global-changes --json /tmp/memcg.json
+		emit pressure-memcg /tmp/memcg.json $?
+		;;
+	*)
+		echo '{"skip": "no cgroup v2 memory controller"}' >/tmp/memcg.json
+		emit pressure-memcg /tmp/memcg.json 77
+		;;
+	esac
+	set_delay 0
+else
+	echo '{"error": "veth pair between namespaces could not be set up"}' >/tmp/net.json
+	emit network /tmp/net.json 1
+fi
+
+# The project's contract suite, when the image carries it.
+if command -v sockbuf-contract >/dev/null; then
+	step contract
+	contract_args=""
+	[ "$sbk_profile" = quick ] && contract_args=--quick
+	sockbuf-contract $contract_args --allow-global-changes \
+		--json /tmp/contract.json
+	emit contract /tmp/contract.json $?
+fi
+
+# The project's unit tests, when the image carries them.
+if command -v sockbuf_unit_tests >/dev/null; then
+	step unit
+	sockbuf_unit_tests --gtest_output=json:/tmp/unit.json >/tmp/unit.log 2>&1
+	emit unit /tmp/unit.json $?
+fi
+
+echo "@@SBK DONE@@"
+sync
+poweroff -f

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// transfer.h - one bulk TCP transfer between two network namespaces, with
+// the buffers of both ends sampled from a third thread while it runs.
+#pragma once
+
+#include <sockbuf/sockbuf.h>
+
+#include <array>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sockbuf::kcheck
+{
+
+// How a socket's buffers are set up before listen()/connect().
+enum class setup { untouched, initial, locked };
+
+struct transfer_params {
+	std::string server_ns; // /var/run/netns/NAME of the receiving side
+	std::string client_ns; // ... and of the sending side
+	std::string server_addr;
+	int port = 5201;
+	enum setup setup = setup::untouched;
+	int size = 128 << 10; // initial or locked size, library unit
+	long long max_bytes = 64ll << 20;
+	std::chrono::milliseconds max_time{8000};
+	std::chrono::milliseconds sample_every{2};
+	std::chrono::milliseconds series_every{100};
+	// Call sockbuf_restore_floor() on the sender whenever a sample finds
+	// it below its floor (the library's guarantee, not the kernel's).
+	bool restore_floor = false;
+	// Called from the sampling thread with the elapsed time; used to
+	// start and stop memory pressure in the middle of a transfer.
+	std::function<void(std::chrono::milliseconds)> on_tick;
+};
+
+// What one socket looked like over a transfer.
+struct socket_track {
+	std::string strategy_snd, strategy_rcv; // set_initial/lock report
+	unsigned report_flags = 0;
+	int setup_err = 0;     // -errno of the setup call, 0 if fine
+	sockbuf_floor floor{}; // floor the setup call established
+	sockbuf_state start{}; // first sample once connected
+	sockbuf_state end{};   // last sample
+	int min_snd = 0, max_snd = 0, min_rcv = 0, max_rcv = 0;
+	long samples = 0;
+	long below_floor_snd = 0, below_floor_rcv = 0; // samples under floor
+	long restores = 0;			       // restore_floor calls
+	int restore_err = 0;
+	int min_snd_after_restore = 0; // lowest sndbuf read right after a restore
+	// Largest fall from the highest value seen so far, and where it
+	// ended: autotuning that only grows leaves these at 0.
+	int peak_snd = 0, peak_rcv = 0;
+	int max_fall_snd = 0, max_fall_rcv = 0;
+	int low_after_peak_snd = 0, low_after_peak_rcv = 0;
+	long drops_snd = 0, drops_rcv = 0; // samples lower than the one before
+	// Coarse time series: {ms, sndbuf, rcvbuf} every series_every.
+	std::vector<std::array<long, 3>> series;
+};
+
+struct transfer_result {
+	int err = 0; // -errno when the transfer could not be set up
+	std::string what;
+	long long bytes = 0;
+	double seconds = 0;
+	socket_track sender;   // the connecting socket, writes
+	socket_track receiver; // the accepted socket, reads
+};
+
+transfer_result run_transfer(const transfer_params &p);
+
+} // namespace sockbuf::kcheck

@@ -1,0 +1,1 @@
+"""sockbuf kernel matrix: fetch Debian kernels, boot them under qemu, collect."""

@@ -1,0 +1,168 @@
+"""Kernel packages through a private apt configuration.
+
+The system's own sources stay untouched: apt runs with its source list,
+lists, cache and status pointed into the runner's cache folder.  The
+archive URIs are taken from the system's configuration (the entry that
+serves the Debian release, and the one that serves its security suite).
+"""
+import glob
+import os
+import re
+import subprocess
+import time
+
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+LIST_MAX_AGE = 12 * 3600
+
+
+class FetchError(Exception):
+    pass
+
+
+def _system_sources():
+    """(uri, suite, signed_by) of every deb entry the system has."""
+    found = []
+    paths = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*"))
+    for path in paths:
+        if not os.path.isfile(path):
+            continue
+        text = open(path, errors="replace").read()
+        if path.endswith(".sources"):
+            for stanza in re.split(r"\n\s*\n", text):
+                fields = {}
+                for line in stanza.splitlines():
+                    if ":" in line and not line.startswith((" ", "#")):
+                        k, v = line.split(":", 1)
+                        fields[k.strip().lower()] = v.strip()
+                if "deb" not in fields.get("types", "").split():
+                    continue
+                if fields.get("enabled", "yes").lower() == "no":
+                    continue
+                for uri in fields.get("uris", "").split():
+                    for suite in fields.get("suites", "").split():
+                        found.append((uri, suite, fields.get("signed-by", KEYRING)))
+        elif path.endswith(".list"):
+            for line in text.splitlines():
+                m = re.match(r"\s*deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+                if m:
+                    found.append((m.group(2), m.group(3), KEYRING))
+    return found
+
+
+def archive_uris():
+    """URIs of the main Debian archive and of its security archive."""
+    main = security = None
+    for uri, suite, _ in _system_sources():
+        if "/debian" not in uri:
+            continue
+        if suite.endswith("-security"):
+            security = security or uri
+        elif re.fullmatch(r"[a-z]+", suite):
+            main = main or uri
+    if not main:
+        raise FetchError("no Debian archive entry in the system's apt sources")
+    return main, security
+
+
+class Apt:
+    def __init__(self, cache_dir, suites, log):
+        self.root = os.path.join(cache_dir, "apt")
+        self.debs = os.path.join(cache_dir, "debs")
+        self.log = log
+        for d in ("lists/partial", "cache/archives/partial", "etc", "../debs"):
+            os.makedirs(os.path.join(self.root, d), exist_ok=True)
+        main, security = archive_uris()
+        lines = []
+        for suite in sorted(set(suites)):
+            uri = security if suite.endswith("-security") else main
+            if uri:
+                lines.append("deb [signed-by=%s] %s %s main" % (KEYRING, uri, suite))
+        self.sourcelist = os.path.join(self.root, "etc", "sources.list")
+        new = "\n".join(lines) + "\n"
+        old = open(self.sourcelist).read() if os.path.exists(self.sourcelist) else ""
+        if new != old:
+            with open(self.sourcelist, "w") as f:
+                f.write(new)
+            self._stamp(remove=True)
+        self.opts = [
+            "-o", "Dir::Etc::sourcelist=" + self.sourcelist,
+            "-o", "Dir::Etc::sourceparts=-",
+            "-o", "Dir::State::Lists=" + os.path.join(self.root, "lists"),
+            "-o", "Dir::Cache=" + os.path.join(self.root, "cache"),
+            "-o", "Dir::State::status=/dev/null",
+            "-o", "APT::Sandbox::User=root",
+            "-o", "Debug::NoLocking=1",
+        ]
+
+    def _stamp(self, remove=False):
+        path = os.path.join(self.root, "updated")
+        if remove:
+            if os.path.exists(path):
+                os.unlink(path)
+            return None
+        return path
+
+    def update(self, force=False):
+        """Refresh the private lists when older than LIST_MAX_AGE."""
+        stamp = self._stamp()
+        fresh = os.path.exists(stamp) and time.time() - os.path.getmtime(stamp) < LIST_MAX_AGE
+        if fresh and not force:
+            return "cached"
+        r = subprocess.run(["apt-get"] + self.opts + ["-q", "update"],
+                           capture_output=True, text=True)
+        have_lists = bool(glob.glob(os.path.join(self.root, "lists", "*_Packages*")))
+        if r.returncode != 0 or "Err:" in r.stdout:
+            if not have_lists:
+                raise FetchError("apt-get update failed: " + (r.stderr or r.stdout).strip()[-400:])
+            self.log("apt-get update failed; using the lists fetched before")
+            return "stale"
+        open(stamp, "w").close()
+        return "updated"
+
+    def candidates(self, pattern, suites):
+        """[(name, version, suite)] of packages matching pattern in suites."""
+        r = subprocess.run(["apt-cache"] + self.opts + ["search", "--names-only", pattern],
+                           capture_output=True, text=True)
+        names = sorted({ln.split(" - ", 1)[0] for ln in r.stdout.splitlines()
+                        if re.search(pattern, ln.split(" - ", 1)[0])})
+        if not names:
+            return []
+        r = subprocess.run(["apt-cache"] + self.opts + ["madison"] + names,
+                           capture_output=True, text=True)
+        out = []
+        for ln in r.stdout.splitlines():
+            cols = [c.strip() for c in ln.split("|")]
+            if len(cols) < 3:
+                continue
+            suite = cols[2].split()[1].split("/")[0] if len(cols[2].split()) > 1 else ""
+            if suite in suites:
+                out.append((cols[0], cols[1], suite))
+        return out
+
+    def newest(self, cands):
+        """The candidate with the highest version (dpkg's ordering)."""
+        best = None
+        for c in cands:
+            if best is None or subprocess.run(
+                    ["dpkg", "--compare-versions", c[1], "gt", best[1]]).returncode == 0:
+                best = c
+        return best
+
+    def version_of(self, name, suites):
+        return self.newest([c for c in self.candidates("^%s$" % re.escape(name), suites)
+                            if c[0] == name])
+
+    def deb_path(self, name, version):
+        return os.path.join(self.debs, "%s_%s_amd64.deb" % (name, version.replace(":", "%3a")))
+
+    def download(self, name, version):
+        """Path of the .deb, fetched only when the cache lacks it."""
+        path = self.deb_path(name, version)
+        if os.path.exists(path):
+            return path, False
+        r = subprocess.run(["apt-get"] + self.opts + ["-q", "download", "%s=%s" % (name, version)],
+                           cwd=self.debs, capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(path):
+            raise FetchError("apt-get download %s=%s failed: %s" % (
+                name, version, (r.stderr or r.stdout).strip()[-400:]))
+        return path, True

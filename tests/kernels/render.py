@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Render docs/kernel-matrix.md from the kernel matrix's JSON results.
+
+  tests/kernels/render.py docs/results/kernels -o docs/kernel-matrix.md
+
+Every figure in the output comes from the JSON files in the folder (one per
+kernel, written by run-matrix); nothing here is typed in by hand.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+SIZE = 131072  # the size the guest check asks set_initial/lock for
+
+# The kernel code that shrinks an unlocked send buffer under memory
+# pressure, for the rows where that happens.
+MODERATE = "sk_stream_moderate_sndbuf"
+
+
+def code_link(release, ident):
+    m = re.match(r"(\d+)\.(\d+)", release or "")
+    tag = "v%s.%s" % m.groups() if m else "latest"
+    return "[`%s`](https://elixir.bootlin.com/linux/%s/A/ident/%s)" % (ident, tag, ident)
+
+
+def kb(n):
+    if n is None:
+        return "?"
+    if n >= 1 << 20:
+        return "%.1fM" % (n / (1 << 20))
+    if n >= 1 << 10:
+        return "%gK" % round(n / 1024, 1)
+    return str(n)
+
+
+def runs(res, section_prefix):
+    out = []
+    for name, sec in sorted(res.get("sections", {}).items()):
+        if name.startswith(section_prefix) and isinstance(sec, dict):
+            for r in sec.get("runs", []):
+                out.append(r)
+    return out
+
+
+def by_scenario(rs, scenario):
+    return [r for r in rs if r.get("scenario") == scenario and "sender" in r]
+
+
+def features(res):
+    probe = res.get("sections", {}).get("probe", {})
+    facts = res.get("sections", {}).get("facts", {})
+    f = probe.get("features", {})
+    words = []
+    for key, label in (("buf_lock", "SO_BUF_LOCK"), ("rcvlowat_raise", "SO_RCVLOWAT raise"),
+                       ("reserve_mem", "SO_RESERVE_MEM")):
+        v = f.get(key, {})
+        if v.get("usable"):
+            words.append(label)
+        elif v.get("known"):
+            words.append(label + " (known, unusable)")
+        else:
+            words.append("no " + label)
+    cg = facts.get("cgroup2_controllers", "")
+    words.append("memcg v2" if "memory" in cg.split() else "no memcg v2")
+    words.append("netem" if facts.get("netem") == "yes" else "no netem")
+    return ", ".join(words)
+
+
+def c1(res):
+    """C1 initial size in force: what a 128 KB request reads back, and its lock."""
+    rs = runs(res, "check-")
+    lib = by_scenario(rs, "initial")
+    raw = by_scenario(rs, "locked")
+    if not lib:
+        return "-", "-"
+
+    def lock(v):
+        return {-1: "lock ?", 0: "unlocked", 1: "snd locked", 2: "rcv locked", 3: "locked"}.get(v, str(v))
+    r0 = raw[0] if raw else None
+    raw_cell = "-" if not r0 else "SO_*BUF: rcv %s, snd %s, %s" % (
+        kb(r0["receiver"]["start"]["rcvbuf"]), kb(r0["sender"]["start"]["sndbuf"]),
+        lock(r0["receiver"]["start"]["lock"]))
+    l0 = lib[0]
+    rcv_ok = all(r["receiver"]["start"]["rcvbuf"] == SIZE for r in lib)
+    snd = [r["sender"]["start"]["sndbuf"] for r in lib]
+    strat = "%s/%s" % (l0["receiver"]["strategy"]["rcv"], l0["sender"]["strategy"]["snd"])
+    lib_cell = "%s rcv %s, snd %s (%s), %s" % (
+        "holds:" if rcv_ok else "FAILS:", kb(l0["receiver"]["start"]["rcvbuf"]),
+        "/".join(sorted({kb(s) for s in snd})), strat, lock(l0["receiver"]["start"]["lock"]))
+    return raw_cell, lib_cell
+
+
+def growth(rs, scenario, rtt_min=10):
+    """(holds, text): receive and send buffers over the delayed runs."""
+    sel = [r for r in by_scenario(rs, scenario) if r.get("rtt_ms", 0) >= rtt_min]
+    if not sel:
+        return None, "no delayed run"
+    parts, ok = [], True
+    for r in sorted(sel, key=lambda r: r["rtt_ms"]):
+        rc, sd = r["receiver"], r["sender"]
+        grew = rc["max"]["rcvbuf"] > rc["start"]["rcvbuf"]
+        ok = ok and grew
+        parts.append("%d ms: rcv %s→%s, snd %s→%s, %.1f MB/s" % (
+            r["rtt_ms"], kb(rc["start"]["rcvbuf"]), kb(rc["max"]["rcvbuf"]),
+            kb(sd["start"]["sndbuf"]), kb(sd["max"]["sndbuf"]), r.get("mbytes_per_s", 0)))
+    return ok, "; ".join(parts)
+
+
+def c2(res):
+    rs = runs(res, "check-")
+    raw_ok, raw_t = growth(rs, "untouched")
+    lib_ok, lib_t = growth(rs, "initial")
+    lk_ok, lk_t = growth(rs, "locked")
+
+    def v(ok):
+        return "-" if ok is None else ("grows" if ok else "DOES NOT GROW")
+    return ("%s: %s" % (v(raw_ok), raw_t),
+            "%s: %s<br>locked 128K for contrast: %s" % (v(lib_ok), lib_t, lk_t))
+
+
+def c3(res):
+    """Floor: lowest buffer seen against the initial size / the floor."""
+    rs = runs(res, "check-")
+    rel = res.get("release")
+    notes = []
+    # Without pressure: did any buffer fall below its start?
+    fell = []
+    for r in by_scenario(rs, "untouched") + by_scenario(rs, "initial"):
+        for side, key in (("sender", "sndbuf"), ("receiver", "rcvbuf")):
+            t = r[side]
+            if t["min"][key] < t["start"][key]:
+                fell.append("%s %s %s at %d ms: %s→%s" % (r["scenario"], side, key, r["rtt_ms"],
+                                                           kb(t["start"][key]), kb(t["min"][key])))
+    raw = ["no pressure: " + ("never below its start" if not fell else "; ".join(fell))]
+    lib = []
+    for sec, label in (("pressure-tcp_mem", "tcp_mem"), ("pressure-memcg", "memcg")):
+        s = res.get("sections", {}).get(sec, {})
+        prs = s.get("runs", []) if isinstance(s, dict) else []
+        rc = res.get("section_rc", {}).get(sec)
+        if not prs:
+            why = s.get("skip") if isinstance(s, dict) else None
+            if rc is not None and rc > 128:
+                why = "check killed by signal %d (memcg OOM)" % (rc - 128)
+            raw.append("%s: %s" % (label, why or "not run"))
+            continue
+        for r in prs:
+            if "skip" in r or "error" in r:
+                (lib if r["scenario"].endswith("_restore") else raw).append(
+                    "%s: %s" % (label, r.get("skip") or r.get("error")))
+                continue
+            sd = r["sender"]
+            floor = sd["floor"]["snd"]
+            start = sd["start"]["sndbuf"]
+            if r["scenario"].endswith("_restore"):
+                after = sd["min_sndbuf_after_restore"]
+                if not sd["restores"]:
+                    lib.append("%s: never below the floor %s" % (label, kb(floor)))
+                else:
+                    held = after >= floor
+                    lib.append("%s: %s after %d restores (floor %s, lowest read %s, via %s)" % (
+                        label, "restored" if held else "NOT RESTORED", sd["restores"], kb(floor),
+                        kb(after), sd["strategy"]["snd"]))
+            else:
+                low = sd["min"]["sndbuf"]
+                below = low < min(start, floor or start)
+                txt = "%s: snd peak %s, lowest %s (start %s, floor %s)" % (
+                    label, kb(sd["peak"]["sndbuf"]), kb(low), kb(start), kb(floor))
+                if below:
+                    txt = "**FAILS raw** " + txt + ", " + code_link(rel, MODERATE)
+                rfall = r["receiver"]["min"]["rcvbuf"] < r["receiver"]["start"]["rcvbuf"]
+                txt += "; rcv %s" % ("FELL" if rfall else "held")
+                raw.append(txt)
+    return "<br>".join(raw), "<br>".join(lib) or "-"
+
+
+def c5(res):
+    rs = runs(res, "check-")
+    u, i, lk = (by_scenario(rs, s) for s in ("untouched", "initial", "locked"))
+    if not (u and i):
+        return "-", "-"
+
+    def ws(r):
+        return r["receiver"]["start"]["rcv_wscale"]
+    raw = "untouched %s, locked 128K %s" % (
+        "/".join(sorted({str(ws(r)) for r in u})), "/".join(sorted({str(ws(r)) for r in lk})) or "-")
+    same = {ws(r) for r in i} == {ws(r) for r in u}
+    lib = "%s: set_initial %s" % ("holds" if same else "FAILS",
+                                  "/".join(sorted({str(ws(r)) for r in i})))
+    return raw, lib
+
+
+def c6(res):
+    lk = by_scenario(runs(res, "check-"), "locked")
+    if not lk:
+        return "-"
+    ok = all(r["receiver"]["min"]["rcvbuf"] == r["receiver"]["max"]["rcvbuf"] and
+             r["sender"]["min"]["sndbuf"] == r["sender"]["max"]["sndbuf"] for r in lk)
+    return "%s: rcv %s..%s, snd %s..%s" % (
+        "holds" if ok else "MOVED",
+        kb(min(r["receiver"]["min"]["rcvbuf"] for r in lk)),
+        kb(max(r["receiver"]["max"]["rcvbuf"] for r in lk)),
+        kb(min(r["sender"]["min"]["sndbuf"] for r in lk)),
+        kb(max(r["sender"]["max"]["sndbuf"] for r in lk)))
+
+
+def contract_rows(res):
+    c = res.get("sections", {}).get("contract")
+    if not isinstance(c, dict) or not c:
+        return None
+    return c
+
+
+def esc(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def render(results, summary):
+    L = []
+    L.append("# Kernel matrix")
+    L.append("")
+    L.append("Generated by `tests/kernels/render.py` from `docs/results/kernels/*.json`, "
+             "which `tests/kernels/run-matrix --full` wrote; do not edit by hand.")
+    L.append("")
+    if summary:
+        L.append("Run: %s, profile `%s`, matrix wall time %ss on this machine's 2 cores "
+                 "(qemu TCG, no KVM), host kernel %s." % (
+                     summary.get("date"), summary.get("profile"), summary.get("wall_seconds"),
+                     summary.get("host_release")))
+        L.append("")
+    L.append("Each guest runs `sockbuf-kernel-check` on a veth pair between two network "
+             "namespaces (netem delay on both sides; 198.18.0.0/15 addresses), "
+             "request 128 KB. *Raw* is the kernel's own behaviour (untouched or plain "
+             "`SO_*BUF`); *library* is what `sockbuf_set_initial_bufsize()` / "
+             "`sockbuf_restore_floor()` give on the same kernel. Memory pressure "
+             "(`net.ipv4.tcp_mem` lowered under the pages in use for the middle third "
+             "of a transfer; a cgroup v2 `memory.max`) is applied inside guests only.")
+    L.append("")
+    L.append("## Kernels")
+    L.append("")
+    L.append("| kernel | release | where | packages | features (probed) | tcp_rmem / tcp_wmem | status | wall s |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        facts = r.get("sections", {}).get("facts", {})
+        pk = "<br>".join("%s %s (%s)" % (p["name"], p["version"], p["suite"])
+                         for p in r.get("packages", [])) or "-"
+        st = r.get("status", "?") + ((": " + r["reason"]) if r.get("reason") else "")
+        L.append("| %s |" % " | ".join(esc(x) for x in (
+            r["name"], r.get("release", "-"), r.get("where", "-"), pk,
+            features(r) if r.get("sections") else "-",
+            "%s / %s" % (facts.get("tcp_rmem", "?"), facts.get("tcp_wmem", "?")),
+            st, r.get("wall_seconds", "-"))))
+    L.append("")
+    L.append("## Clauses: raw kernel property and library guarantee")
+    L.append("")
+    L.append("C1 initial size in force, C2 autotuning grows (RTT 10 ms and up), "
+             "C3 floor (nothing shrinks a buffer below its initial size), "
+             "C5 window scale as untouched, C6 a lock holds.  Sizes are what "
+             "`getsockopt` reads (the kernel's doubled unit); min/max are over "
+             "samples every 2 ms.")
+    L.append("")
+    L.append("| kernel | C1 raw | C1 library | C2 raw | C2 library | C3 raw | C3 library | C5 raw | C5 library | C6 |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if r.get("status") != "ok":
+            L.append("| %s | %s |" % (r["name"], " | ".join(["skipped" if r.get("status") == "skip" else "failed"] * 9)))
+            continue
+        cells = [*c1(r), *c2(r), *c3(r), *c5(r), c6(r)]
+        L.append("| %s %s |" % (r["name"], " | ".join(esc(c) for c in cells)))
+    L.append("")
+    L.append("## Send buffer below its initial size")
+    L.append("")
+    fallen = []
+    for r in results:
+        for sec in ("pressure-tcp_mem", "pressure-memcg"):
+            s = r.get("sections", {}).get(sec, {})
+            for x in (s.get("runs", []) if isinstance(s, dict) else []):
+                if "sender" not in x or x["scenario"].endswith("_restore"):
+                    continue
+                sd = x["sender"]
+                if sd["min"]["sndbuf"] < sd["start"]["sndbuf"]:
+                    fallen.append("- %s (%s), %s: unlocked send buffer %s at start, peak %s, "
+                                  "lowest %s; shrunk by %s." % (
+                                      r["name"], r.get("release"), x["scenario"],
+                                      kb(sd["start"]["sndbuf"]), kb(sd["peak"]["sndbuf"]),
+                                      kb(sd["min"]["sndbuf"]),
+                                      code_link(r.get("release"), MODERATE)))
+    L.extend(fallen or ["- none observed"])
+    L.append("")
+    con = [(r["name"], contract_rows(r)) for r in results if contract_rows(r)]
+    if con:
+        L.append("## sockbuf-contract in each guest")
+        L.append("")
+        L.extend(render_contract(con))
+    return "\n".join(L) + "\n"
+
+
+def render_contract(con):
+    """Clause verdicts as sockbuf-contract reported them, per kernel."""
+    L = []
+    clauses = []
+    for _, c in con:
+        for cl in c.get("clauses", []):
+            cid = cl.get("id") or cl.get("clause")
+            if cid and cid not in clauses:
+                clauses.append(cid)
+    L.append("| kernel | %s |" % " | ".join(clauses))
+    L.append("|---|%s" % "---|" * len(clauses))
+    for name, c in con:
+        cells = []
+        for cid in clauses:
+            cl = next((x for x in c.get("clauses", []) if (x.get("id") or x.get("clause")) == cid), None)
+            if not cl:
+                cells.append("-")
+                continue
+            cells.append("raw %s / lib %s" % (cl.get("raw", "?"), cl.get("library", cl.get("verdict", "?"))))
+        L.append("| %s | %s |" % (name, " | ".join(esc(x) for x in cells)))
+    L.append("")
+    return L
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", help="folder with <kernel>.json and matrix.json")
+    ap.add_argument("-o", "--output", default="-")
+    a = ap.parse_args()
+    summary = None
+    sp = os.path.join(a.results, "matrix.json")
+    if os.path.exists(sp):
+        summary = json.load(open(sp))
+    order = [k["name"] for k in summary["kernels"]] if summary else []
+    results = []
+    for p in sorted(glob.glob(os.path.join(a.results, "*.json"))):
+        if os.path.basename(p) == "matrix.json":
+            continue
+        results.append(json.load(open(p)))
+    results.sort(key=lambda r: order.index(r["name"]) if r["name"] in order else 99)
+    text = render(results, summary)
+    if a.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(a.output, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

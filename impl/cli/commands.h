@@ -7,5 +7,7 @@ namespace sockbuf::cli
 
 int cmd_probe(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_show(int argc, char **argv);
 
 } // namespace sockbuf::cli

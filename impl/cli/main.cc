@@ -21,6 +21,10 @@ const command commands[] = {
      "probe [--json]   which buffer mechanisms this kernel offers"},
     {"demo", sockbuf::cli::cmd_demo,
      "demo [--bytes N] untouched vs set_initial vs lock on loopback TCP"},
+    {"run", sockbuf::cli::cmd_run,
+     "run [--policy P] -- CMD ARGS...   run a program under the sockbuf shim"},
+    {"show", sockbuf::cli::cmd_show,
+     "show PID|--all [--json]   a process's TCP socket buffers, lock bits, diagnosis"},
 };
 
 int usage(std::FILE *to, int status)

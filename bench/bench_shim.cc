@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// What the shim adds to setsockopt(SO_RCVBUF): the plain libc call against
+// the shim's interposed one, in one process.  The shim is dlopen()ed with
+// RTLD_LOCAL so that it does not interpose on this program; its setsockopt
+// is called through the pointer dlsym() returns, and its load-time setup
+// runs with the SOCKBUF_SHIM value each benchmark sets before the dlopen.
+//
+//   bench_shim --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace
+{
+
+using setsockopt_fn = int (*)(int, int, int, const void *, socklen_t);
+
+// The shim reads its configuration once, when it is loaded: one
+// configuration per process (--shim-config=...).
+setsockopt_fn load_shim(const char *config)
+{
+	setenv("SOCKBUF_SHIM", config, 1);
+	void *h = dlopen(SOCKBUF_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		std::fprintf(stderr, "bench_shim: %s\n", dlerror());
+		std::exit(1);
+	}
+	return reinterpret_cast<setsockopt_fn>(dlsym(h, "setsockopt"));
+}
+
+setsockopt_fn g_shim = nullptr;
+const char *g_config = "policy:initial";
+
+void run(benchmark::State &state, setsockopt_fn fn)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0) {
+		state.SkipWithError("socket() failed");
+		return;
+	}
+	int value = 65536;
+	for (auto _ : state) {
+		int ret = fn(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value));
+		benchmark::DoNotOptimize(ret);
+	}
+	close(fd);
+}
+
+void BM_setsockopt_plain(benchmark::State &state)
+{
+	run(state, &setsockopt);
+}
+
+void BM_setsockopt_shim(benchmark::State &state)
+{
+	state.SetLabel(g_config);
+	run(state, g_shim);
+}
+
+BENCHMARK(BM_setsockopt_plain)->UseRealTime();
+BENCHMARK(BM_setsockopt_shim)->UseRealTime();
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	// --shim-config=STRING picks the shim's configuration for this run
+	// (default policy:initial); run once per configuration to compare.
+	int kept = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!std::strncmp(argv[i], "--shim-config=", 14))
+			g_config = argv[i] + 14;
+		else
+			argv[kept++] = argv[i];
+	}
+	argc = kept;
+	g_shim = load_shim(g_config);
+	benchmark::Initialize(&argc, argv);
+	benchmark::RunSpecifiedBenchmarks();
+	benchmark::Shutdown();
+	return 0;
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// sockbuf show PID|--all [--json]: a process's TCP sockets, their buffers
+// and lock bits as the kernel sees them, and what is wrong with them.
+#include "commands.h"
+
+#include "show_collect.h"
+#include "show_diagnose.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <netinet/tcp.h>
+
+namespace sockbuf::cli
+{
+
+namespace
+{
+
+using show::collection;
+using show::shown_socket;
+
+int show_usage(std::FILE *to, int status)
+{
+	fmt::print(to, "usage: sockbuf show PID|--all [--json]\n"
+		       "\n"
+		       "Every TCP socket of process PID (or of every process in this network\n"
+		       "namespace): state, addresses, sk_sndbuf/sk_rcvbuf, lock bits (read from\n"
+		       "a pidfd_getfd duplicate; needs ptrace access), memory in use, RTT,\n"
+		       "window scales, and a diagnosis.  KB = 1024 bytes.\n");
+	return status;
+}
+
+nlohmann::ordered_json lock_json(const shown_socket &s)
+{
+	if (s.lock < 0)
+		return "unknown";
+	return {{"snd", (s.lock & 1) != 0}, {"rcv", (s.lock & 2) != 0}};
+}
+
+nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits &limits)
+{
+	const auto &si = s.info;
+	show::diagnosis d = show::diagnose(s, limits);
+	nlohmann::ordered_json j;
+	j["pid"] = s.pid;
+	j["fd"] = s.fd;
+	j["state"] = diag::state_name(si.state);
+	j["local"] = si.local.str();
+	j["remote"] = si.remote.str();
+	j["inode"] = si.inode;
+	j["cookie"] = si.cookie;
+	j["sndbuf"] = si.sndbuf;
+	j["rcvbuf"] = si.rcvbuf;
+	j["lock"] = lock_json(s);
+	j["lock_bits"] = s.lock;
+	if (s.lock < 0)
+		j["lock_note"] = s.lock_note;
+	j["memory"] = {{"rmem_alloc", si.rmem_alloc},
+		       {"wmem_alloc", si.wmem_alloc},
+		       {"wmem_queued", si.wmem_queued},
+		       {"fwd_alloc", si.fwd_alloc},
+		       {"drops", si.drops}};
+	if (si.has_tcp_info)
+		j["tcp_info"] = {{"rtt_us", si.rtt_us},
+				 {"rttvar_us", si.rttvar_us},
+				 {"snd_wscale", si.snd_wscale},
+				 {"rcv_wscale", si.rcv_wscale},
+				 {"snd_cwnd", si.snd_cwnd},
+				 {"bytes_acked", si.bytes_acked},
+				 {"bytes_received", si.bytes_received}};
+	j["problem"] = d.problem;
+	j["diagnosis"] = d.lines;
+	return j;
+}
+
+void print_json(const collection &c, int pid)
+{
+	nlohmann::ordered_json j;
+	if (pid > 0)
+		j["pid"] = pid;
+	j["limits"] = {{"rmem_max", c.limits.rmem_max},
+		       {"wmem_max", c.limits.wmem_max},
+		       {"tcp_rmem", c.limits.tcp_rmem},
+		       {"tcp_wmem", c.limits.tcp_wmem}};
+	j["notes"] = c.notes;
+	j["sockets"] = nlohmann::ordered_json::array();
+	for (const auto &s : c.sockets)
+		j["sockets"].push_back(socket_json(s, c.limits));
+	fmt::print("{}\n", j.dump(2));
+}
+
+std::string lock_text(const shown_socket &s)
+{
+	if (s.lock < 0)
+		return "unknown";
+	if (s.lock == 0)
+		return "none";
+	if (s.lock == 3)
+		return "snd+rcv";
+	return (s.lock & 1) ? "snd" : "rcv";
+}
+
+void print_text(const collection &c)
+{
+	fmt::print("limits: rmem_max {} wmem_max {} tcp_rmem {} {} {} tcp_wmem {} {} {}\n",
+		   c.limits.rmem_max, c.limits.wmem_max, c.limits.tcp_rmem[0], c.limits.tcp_rmem[1],
+		   c.limits.tcp_rmem[2], c.limits.tcp_wmem[0], c.limits.tcp_wmem[1],
+		   c.limits.tcp_wmem[2]);
+	for (const auto &n : c.notes)
+		fmt::print("note: {}\n", n);
+	if (c.sockets.empty())
+		fmt::print("no TCP sockets\n");
+	for (const auto &s : c.sockets) {
+		const auto &si = s.info;
+		fmt::print("\npid {} fd {}  {}  {} -> {}\n", s.pid, s.fd,
+			   diag::state_name(si.state), si.local.str(), si.remote.str());
+		fmt::print("  sndbuf {}  rcvbuf {}  lock {}  in use: rmem {} wmem_queued {}\n",
+			   si.sndbuf, si.rcvbuf, lock_text(s), si.rmem_alloc, si.wmem_queued);
+		if (si.has_tcp_info && si.state != TCP_LISTEN)
+			fmt::print("  rtt {:.3f} ms  wscale snd {} rcv {}\n", si.rtt_us / 1000.0,
+				   si.snd_wscale, si.rcv_wscale);
+		for (const auto &line : show::diagnose(s, c.limits).lines)
+			fmt::print("  - {}\n", line);
+	}
+}
+
+} // namespace
+
+int cmd_show(int argc, char **argv)
+{
+	bool json = false, all = false;
+	int pid = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end = nullptr;
+		if (!std::strcmp(a, "--json"))
+			json = true;
+		else if (!std::strcmp(a, "--all"))
+			all = true;
+		else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
+			return show_usage(stdout, 0);
+		else if (long v = std::strtol(a, &end, 10); *a && !*end && v > 0 && v < (1l << 22))
+			pid = int(v);
+		else
+			return show_usage(stderr, 2);
+	}
+	if (all == (pid > 0))
+		return show_usage(stderr, 2);
+	collection c;
+	std::string why;
+	int ret = all ? show::collect_all(&c, &why) : show::collect_pid(pid, &c, &why);
+	if (ret < 0) {
+		fmt::print(stderr, "sockbuf show: {}\n", why);
+		return 1;
+	}
+	if (json)
+		print_json(c, pid);
+	else
+		print_text(c);
+	return 0;
+}
+
+} // namespace sockbuf::cli

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+#include "show_collect.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace sockbuf::cli::show
+{
+
+namespace
+{
+
+class unique_fd
+{
+public:
+	explicit unique_fd(int fd = -1) : fd_(fd) {}
+	~unique_fd()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	unique_fd(const unique_fd &) = delete;
+	unique_fd &operator=(const unique_fd &) = delete;
+	int get() const { return fd_; }
+
+private:
+	int fd_;
+};
+
+void read_ints(const char *path, int *out, int n)
+{
+	std::FILE *f = std::fopen(path, "re");
+	if (!f)
+		return;
+	for (int i = 0; i < n; i++)
+		if (std::fscanf(f, "%d", &out[i]) != 1)
+			break;
+	std::fclose(f);
+}
+
+// socket inode -> fd for one process, from /proc/PID/fd.
+int socket_fds(int pid, std::unordered_map<uint32_t, int> *out)
+{
+	std::string dir = fmt::format("/proc/{}/fd", pid);
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return -errno;
+	while (dirent *e = readdir(d)) {
+		char *end = nullptr;
+		long fd = std::strtol(e->d_name, &end, 10);
+		if (*end || e->d_name[0] == '.')
+			continue;
+		char target[64];
+		std::string link = fmt::format("{}/{}", dir, fd);
+		ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		unsigned long ino = 0;
+		if (std::sscanf(target, "socket:[%lu]", &ino) == 1)
+			out->emplace(uint32_t(ino), int(fd));
+	}
+	closedir(d);
+	return 0;
+}
+
+// The lock bits of another process's socket, through a duplicate.
+void read_lock(shown_socket *s, int pidfd, int pidfd_err)
+{
+	if (pidfd < 0) {
+		s->lock_note = fmt::format("pidfd_open: {}", std::strerror(pidfd_err));
+		return;
+	}
+	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s->fd, 0));
+	if (dup < 0) {
+		s->lock_note = fmt::format("pidfd_getfd: {}", std::strerror(errno));
+		return;
+	}
+	unique_fd guard(dup); // closes our copy only: the socket stays open
+	int bits = -1;
+	socklen_t len = sizeof(bits);
+	if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &bits, &len) == 0)
+		s->lock = bits;
+	else
+		s->lock_note = fmt::format("SO_BUF_LOCK: {}", std::strerror(errno));
+}
+
+int64_t ns_inode(const std::string &path)
+{
+	struct stat st;
+	return stat(path.c_str(), &st) == 0 ? int64_t(st.st_ino) : -1;
+}
+
+// Enter @pid's network namespace if it differs from ours.
+int enter_netns(int pid, std::string *why)
+{
+	std::string theirs = fmt::format("/proc/{}/ns/net", pid);
+	int64_t a = ns_inode("/proc/self/ns/net"), b = ns_inode(theirs);
+	if (b < 0) {
+		int err = errno;
+		*why = fmt::format("{}: {}", theirs, std::strerror(err));
+		return -err;
+	}
+	if (a == b)
+		return 0;
+	unique_fd ns(open(theirs.c_str(), O_RDONLY | O_CLOEXEC));
+	if (ns.get() < 0 || setns(ns.get(), CLONE_NEWNET) != 0) {
+		int err = errno;
+		*why = fmt::format("process {} is in another network namespace and entering it "
+				   "failed: {}",
+				   pid, std::strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+void add_socket(collection *out, const diag::socket_info &si, int pid, int fd, int pidfd,
+		int pidfd_err)
+{
+	shown_socket s;
+	s.pid = pid;
+	s.fd = fd;
+	s.info = si;
+	read_lock(&s, pidfd, pidfd_err);
+	out->sockets.push_back(std::move(s));
+}
+
+int dump_tcp(std::vector<diag::socket_info> *all, std::string *why)
+{
+	int ret = diag::dump(all, {});
+	if (ret < 0)
+		*why = fmt::format("inet_diag dump: {}", std::strerror(-ret));
+	return ret;
+}
+
+} // namespace
+
+net_limits read_limits()
+{
+	net_limits l;
+	read_ints("/proc/sys/net/core/rmem_max", &l.rmem_max, 1);
+	read_ints("/proc/sys/net/core/wmem_max", &l.wmem_max, 1);
+	read_ints("/proc/sys/net/ipv4/tcp_rmem", l.tcp_rmem, 3);
+	read_ints("/proc/sys/net/ipv4/tcp_wmem", l.tcp_wmem, 3);
+	return l;
+}
+
+int collect_pid(int pid, collection *out, std::string *why)
+{
+	std::unordered_map<uint32_t, int> fds;
+	int ret = socket_fds(pid, &fds);
+	if (ret < 0) {
+		*why = fmt::format("/proc/{}/fd: {}", pid, std::strerror(-ret));
+		return ret;
+	}
+	ret = enter_netns(pid, why);
+	if (ret < 0)
+		return ret;
+	out->limits = read_limits();
+	std::vector<diag::socket_info> all;
+	ret = dump_tcp(&all, why);
+	if (ret < 0)
+		return ret;
+	unique_fd pidfd(int(syscall(SYS_pidfd_open, pid, 0)));
+	int pidfd_err = pidfd.get() < 0 ? errno : 0;
+	for (const auto &si : all)
+		if (auto it = fds.find(si.inode); it != fds.end() && si.inode != 0)
+			add_socket(out, si, pid, it->second, pidfd.get(), pidfd_err);
+	std::sort(out->sockets.begin(), out->sockets.end(),
+		  [](const shown_socket &a, const shown_socket &b) { return a.fd < b.fd; });
+	return 0;
+}
+
+int collect_all(collection *out, std::string *why)
+{
+	out->limits = read_limits();
+	std::unordered_map<uint32_t, std::vector<diag::owner>> owners;
+	int ret = diag::socket_owners(&owners);
+	if (ret < 0) {
+		*why = fmt::format("/proc: {}", std::strerror(-ret));
+		return ret;
+	}
+	std::vector<diag::socket_info> all;
+	ret = dump_tcp(&all, why);
+	if (ret < 0)
+		return ret;
+	std::unordered_map<int, int> pidfds; // pid -> pidfd (or -errno)
+	for (const auto &si : all) {
+		auto it = owners.find(si.inode);
+		if (si.inode == 0 || it == owners.end())
+			continue;
+		for (const auto &o : it->second) {
+			auto [p, fresh] = pidfds.emplace(o.pid, -1);
+			if (fresh) {
+				int fd = int(syscall(SYS_pidfd_open, o.pid, 0));
+				p->second = fd >= 0 ? fd : -errno;
+			}
+			int pidfd = p->second >= 0 ? p->second : -1;
+			add_socket(out, si, o.pid, o.fd, pidfd, p->second < 0 ? -p->second : 0);
+		}
+	}
+	for (const auto &[pid, fd] : pidfds)
+		if (fd >= 0)
+			close(fd);
+	std::sort(out->sockets.begin(), out->sockets.end(), [](const auto &a, const auto &b) {
+		return a.pid != b.pid ? a.pid < b.pid : a.fd < b.fd;
+	});
+	out->notes.push_back("--all lists the sockets of this network namespace only");
+	return 0;
+}
+
+} // namespace sockbuf::cli::show

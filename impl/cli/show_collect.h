@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// `sockbuf show`: gather a process's TCP sockets as the kernel sees them.
+// Sizes, memory, RTT and window scales come from one inet_diag dump
+// (impl/diag); the lock bits, which inet_diag does not carry, from a
+// pidfd_getfd() duplicate of each socket.
+#pragma once
+
+#include "diag.h"
+
+#include <string>
+#include <vector>
+
+namespace sockbuf::cli::show
+{
+
+// The network namespace's buffer sysctls (-1 where unreadable).
+struct net_limits {
+	int rmem_max = -1, wmem_max = -1;
+	int tcp_rmem[3] = {-1, -1, -1};
+	int tcp_wmem[3] = {-1, -1, -1};
+};
+
+struct shown_socket {
+	int pid = 0;
+	int fd = -1;
+	diag::socket_info info;
+	int lock = -1;	       // SOCKBUF_SND/SOCKBUF_RCV bits, -1 unknown
+	std::string lock_note; // why the lock is unknown
+};
+
+struct collection {
+	net_limits limits;
+	std::vector<shown_socket> sockets;
+	std::vector<std::string> notes; // things the reader should know
+};
+
+// Every TCP socket of @pid.  Enters @pid's network namespace when it is
+// not ours (needs CAP_SYS_ADMIN).  0 or -errno, with a reason in @why.
+int collect_pid(int pid, collection *out, std::string *why);
+
+// Every TCP socket in this network namespace that some process holds.
+int collect_all(collection *out, std::string *why);
+
+net_limits read_limits();
+
+} // namespace sockbuf::cli::show

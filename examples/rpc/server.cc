@@ -69,6 +69,7 @@ struct job {
 
 struct server_state {
 	rpc::send_options send_opt;
+	uint64_t max_msg = rpc::max_payload; // larger payloads are garbage
 	examples::pattern pat{rpc::max_payload};
 	std::mutex lock;
 	std::condition_variable ready;
@@ -88,8 +89,8 @@ void serve(server_state &s, job &j, std::vector<char> &reply_buf)
 		ch.call_len = ntohl(ch.call_len);
 		ch.reply_len = ntohl(ch.reply_len);
 		ok = (ch.op == rpc::op_write || ch.op == rpc::op_read) &&
-		     ch.call_len == j.record.size() - sizeof(ch) &&
-		     ch.reply_len <= rpc::max_payload &&
+		     ch.call_len == j.record.size() - sizeof(ch) && ch.call_len <= s.max_msg &&
+		     ch.reply_len <= s.max_msg &&
 		     s.pat.verify(j.record.data() + sizeof(ch), ch.call_len, ntohl(ch.xid),
 				  rpc::salt_call);
 	}
@@ -157,6 +158,7 @@ int run(const examples::options &o)
 	if (bufsize > SOCKBUF_SIZE_MAX)
 		throw examples::usage_error("--requests x --max-msg exceeds SOCKBUF_SIZE_MAX");
 	server_state s;
+	s.max_msg = max_msg;
 	std::string marker = o.str("marker", "combined");
 	if (marker == "separate")
 		s.send_opt.marker = rpc::marker_mode::separate;

@@ -21,7 +21,8 @@ namespace
 constexpr unsigned int initial_flags = SOCKBUF_F_ALL_;
 constexpr unsigned int lock_flags = SOCKBUF_F_ALLOW_FORCE;
 
-int set_initial(int fd, const int size[2], unsigned int flags, struct sockbuf_report *report)
+int set_initial(int fd, const int size[2], unsigned int flags, struct sockbuf_report *report,
+		int reserve_bytes)
 {
 	struct sockbuf_report local;
 	op o{};
@@ -30,8 +31,11 @@ int set_initial(int fd, const int size[2], unsigned int flags, struct sockbuf_re
 	o.size[0] = size[0];
 	o.size[1] = size[1];
 	o.flags = flags;
-	o.facts = probe::cached();
+	o.reserve_bytes = reserve_bytes;
 	o.rep = report ? report : &local;
+	int ret = probe::cached(&o.facts);
+	if (ret < 0)
+		return ret;
 	return exec::run(o, exec::mode::initial);
 }
 
@@ -64,7 +68,7 @@ int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int fla
 	if (ret < 0)
 		return ret;
 	const int size[2] = {sndbuf, rcvbuf};
-	return set_initial(fd, size, flags, report);
+	return set_initial(fd, size, flags, report, 0);
 }
 
 int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
@@ -86,8 +90,10 @@ int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
 	o.size[0] = sndbuf;
 	o.size[1] = rcvbuf;
 	o.flags = flags;
-	o.facts = probe::cached();
 	o.rep = report ? report : &local;
+	ret = probe::cached(&o.facts);
+	if (ret < 0)
+		return ret;
 	return exec::run(o, exec::mode::lock);
 }
 
@@ -110,7 +116,10 @@ int sockbuf_get_state(int fd, struct sockbuf_state *out)
 	if (ret < 0)
 		return ret;
 
-	probe::facts facts = probe::cached();
+	probe::facts facts;
+	ret = probe::cached(&facts);
+	if (ret < 0)
+		return ret;
 	if (facts.features & SOCKBUF_FEAT_BUF_LOCK) {
 		ret = buffer::get_lock(fd, &st.lock);
 		if (ret < 0)
@@ -210,7 +219,7 @@ int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned in
 	struct sockbuf_report local;
 	struct sockbuf_report *rep = report ? report : &local;
 	if (size[0] || size[1]) {
-		ret = set_initial(fd, size, flags, rep);
+		ret = set_initial(fd, size, flags, rep, want[0] + want[1]);
 		if (ret < 0)
 			return ret;
 	} else {

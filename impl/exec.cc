@@ -59,11 +59,15 @@ int apply_one(op &o, int i, int plan, int *unlock_bits)
 	}
 }
 
-// SO_RESERVE_MEM of the send floor: sk_stream_moderate_sndbuf() never cuts
-// the send buffer below the unused reservation.
+// SO_RESERVE_MEM of the whole floor.  The reservation is shared by both
+// queues (sk_unused_reserved_mem() subtracts wmem_queued and rmem_alloc) and
+// sk_stream_moderate_sndbuf() keeps the send buffer at or above the unused
+// part, so reserving send + receive floors protects the send floor while
+// the receive queue stays within its own.  SO_RESERVE_MEM replaces the
+// previous amount: restore passes the full floor, not just what it raised.
 void reserve(op &o)
 {
-	int bytes = o.rep->snd.floor ? o.rep->snd.floor : o.rep->rcv.floor;
+	int bytes = o.reserve_bytes ? o.reserve_bytes : o.rep->snd.floor + o.rep->rcv.floor;
 	int ret = o.has(SOCKBUF_FEAT_RESERVE_MEM)
 		      ? sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes)
 		      : -EOPNOTSUPP;

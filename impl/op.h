@@ -18,6 +18,7 @@ struct op {
 	probe::facts facts;
 	struct sockbuf_report *rep; // never null inside the library
 	bool changed = false;	    // a setsockopt has succeeded
+	int reserve_bytes = 0;	    // SO_RESERVE_MEM amount; 0: this call's floors
 
 	struct sockbuf_dir_report &dir(int i) const { return i == 0 ? rep->snd : rep->rcv; }
 	bool has(uint32_t feature) const { return (facts.features & feature) != 0; }

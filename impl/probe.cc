@@ -151,17 +151,29 @@ int run(struct sockbuf_probe_info *out)
 	return 0;
 }
 
-facts cached()
+int cached(facts *out)
 {
 	if (!g_ready.load(std::memory_order_acquire)) {
 		std::lock_guard<std::mutex> guard(g_lock);
-		if (!g_ready.load(std::memory_order_relaxed))
-			fill_cache_locked(); // on failure: no features, retried
+		if (!g_ready.load(std::memory_order_relaxed)) {
+			int ret = fill_cache_locked();
+			if (ret < 0)
+				return ret;
+		}
 	}
-	return facts{g_features.load(std::memory_order_relaxed),
+	*out = facts{g_features.load(std::memory_order_relaxed),
 		     g_tcp_wmem_max.load(std::memory_order_relaxed),
 		     g_tcp_rmem_max.load(std::memory_order_relaxed)};
+	return 0;
 }
+
+#ifdef SOCKBUF_TEST_SEAM
+void reset_for_tests()
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	g_ready.store(false, std::memory_order_release);
+}
+#endif
 
 int get(struct sockbuf_probe_info *out, bool fresh)
 {

@@ -16,11 +16,18 @@ struct facts {
 	int tcp_rmem_max; // tcp_rmem[2], -1 unknown
 };
 
-// Fills the cache on first use (thread-safe) and returns its facts.
-facts cached();
+// Fills the cache on first use (thread-safe) and copies its facts to *out.
+// Returns 0, or the -errno of a first probe that could not run (no facts
+// are guessed: the caller fails with that error, and the next call retries).
+int cached(facts *out);
 
 // Copies the whole cached probe; fresh=true probes again first.
 int get(struct sockbuf_probe_info *out, bool fresh);
+
+#ifdef SOCKBUF_TEST_SEAM
+// Empties the cache, as in a process that has not probed yet.
+void reset_for_tests();
+#endif
 
 // Runs the probe without touching the cache (for tests and fresh probes).
 int run(struct sockbuf_probe_info *out);

@@ -2,21 +2,59 @@
 // Receive buffers on kernels without SO_BUF_LOCK: tcp_set_rcvlowat() raises
 // an unlocked sk_rcvbuf to hold twice the mark and leaves it unlocked.  The
 // mark also decides when reads wake up, so the caller's mark is put back.
+//
+// Before kernel commit 21b29e74ffe5 (6.18, backported to 6.6 stable) the
+// raise also sets tp->window_clamp to the mark.  On a socket that has not
+// connected yet, tcp_select_initial_window() would then choose the window
+// scale from that clamp and cap the connection near the initial size for
+// its life: the very lock this library exists to avoid.  So a clamp the
+// raise introduced is reset to 0 (allowed only in TCP_CLOSE); on a
+// listener it cannot be, and the report says so.
 #include "strategy.h"
 
 #include "buffer.h"
 #include "sys.h"
 
+#include <cerrno>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 namespace sockbuf::strategy
 {
 
+namespace
+{
+
+int window_clamp(int fd, int *out)
+{
+	return sys::get_int(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, out);
+}
+
+// Undo a window clamp the raise set on a socket that had none.
+int undo_window_clamp(op &o, int before)
+{
+	int after = before;
+	int ret = window_clamp(o.fd, &after);
+	if (ret < 0 || before != 0 || after == 0)
+		return ret;
+	ret = sys::set_int(o.fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, 0);
+	if (ret == -EINVAL) { // past TCP_CLOSE: a listener
+		o.rep->flags |= SOCKBUF_R_WINDOW_CLAMPED;
+		return 0;
+	}
+	return ret;
+}
+
+} // namespace
+
 int rcvlowat(op &o)
 {
 	struct sockbuf_dir_report &d = o.rep->rcv;
-	int saved = 1;
+	int saved = 1, clamp = 0;
 	int ret = sys::get_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, &saved);
+	if (ret == 0)
+		ret = window_clamp(o.fd, &clamp);
 	if (ret < 0)
 		return ret;
 	ret = sys::set_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, o.size[1] / 2);
@@ -24,9 +62,10 @@ int rcvlowat(op &o)
 		return ret;
 	o.changed = true;
 	ret = sys::set_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, saved);
-	if (ret < 0)
-		return ret;
-	ret = buffer::get_size(o.fd, buffer::rcv, &d.effective);
+	if (ret == 0)
+		ret = undo_window_clamp(o, clamp);
+	if (ret == 0)
+		ret = buffer::get_size(o.fd, buffer::rcv, &d.effective);
 	if (ret < 0)
 		return ret;
 

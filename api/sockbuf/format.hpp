@@ -53,6 +53,13 @@ template <> struct fmt::formatter<sockbuf_report> : formatter<string_view> {
 			out = fmt::format_to(out, "; fallback taken");
 		if (r.flags & SOCKBUF_R_FORCE_DENIED)
 			out = fmt::format_to(out, "; force denied");
+		if (r.flags & SOCKBUF_R_WINDOW_CLAMPED)
+			out = fmt::format_to(
+			    out, "; window clamp left by SO_RCVLOWAT: window scale capped");
+		if (r.flags & SOCKBUF_R_RESERVED)
+			out = fmt::format_to(out, "; floor memory reserved");
+		if (r.flags & SOCKBUF_R_RESERVE_FAILED)
+			out = fmt::format_to(out, "; reservation refused ({})", r.reserve_err);
 		if (r.flags & SOCKBUF_R_PARTIAL)
 			out = fmt::format_to(out, "; PARTIAL");
 		return out;

@@ -153,8 +153,9 @@ enum sockbuf_clamp {
 	SOCKBUF_CLAMP_SOCK_MIN = 1 << 1,
 	/* Odd request: the kernel stores even sizes; rounded down by 1. */
 	SOCKBUF_CLAMP_ODD = 1 << 2,
-	/* Above net.ipv4.tcp_[wr]mem[2]: autotuning may cut an unlocked
-	 * buffer back to that cap (tcp_sndbuf_expand and friends). */
+	/* Above net.ipv4.tcp_[wr]mem[2]: the most autotuning grows to.  An
+	 * unlocked send buffer may be cut back to it (tcp_sndbuf_expand);
+	 * receive autotuning only ever raises. */
 	SOCKBUF_CLAMP_TCP_MEM_MAX = 1 << 3,
 	/* SO_RCVLOWAT capped at tcp_rmem[2] / 2. */
 	SOCKBUF_CLAMP_RCVLOWAT_CAP = 1 << 4,
@@ -202,6 +203,11 @@ enum sockbuf_report_flag {
 	/* SOCKBUF_F_ALLOW_FORCE was given but CAP_NET_ADMIN is not held
 	 * (or the kernel said EPERM): the clamped size stands. */
 	SOCKBUF_R_FORCE_DENIED = 1 << 6,
+	/* SO_RCVLOWAT set a window clamp that could not be undone because the
+	 * socket had left TCP_CLOSE (a listener): connections made from it
+	 * negotiate a window scale that caps their window near the initial
+	 * size.  Kernels before 5.15 only; call before listen(). */
+	SOCKBUF_R_WINDOW_CLAMPED = 1 << 7,
 };
 
 /**
@@ -247,8 +253,9 @@ struct sockbuf_floor {
 /* Use SO_*BUFFORCE to pass net.core.[wr]mem_max when CAP_NET_ADMIN is
  * effective.  Without the capability the clamped size stands, reported. */
 #define SOCKBUF_F_ALLOW_FORCE (1u << 2)
-/* Also reserve the floor's memory with SO_RESERVE_MEM where the kernel
- * allows, so send-side moderation cannot cut below it. */
+/* Also reserve the floor's memory (send floor + receive floor) with
+ * SO_RESERVE_MEM where the kernel allows: that limits how far send-side
+ * moderation under memory pressure can cut the send buffer. */
 #define SOCKBUF_F_RESERVE_MEM (1u << 3)
 #define SOCKBUF_F_ALL_                                                                             \
 	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE |            \
@@ -265,12 +272,14 @@ struct sockbuf_floor {
  * Per direction, the first mechanism this kernel offers:
  *   1. SO_SNDBUF/SO_RCVBUF, then SO_BUF_LOCK clears that lock bit (5.15+);
  *   2. receive only: SO_RCVLOWAT of half the size raises sk_rcvbuf without
- *      locking; the low-water mark is then put back to 1;
+ *      locking; the caller's low-water mark is then put back, and a window
+ *      clamp the raise set is undone (SOCKBUF_R_WINDOW_CLAMPED if not);
  *   3. SOCKBUF_F_FALLBACK_LOCK: lock at the size; SOCKBUF_F_FALLBACK_DEFAULT:
  *      leave the kernel's size; neither: fail with -EOPNOTSUPP, untouched.
  * The floor is min(requested, effective) per direction.
  *
  * Return: 0 on success; -EBADF (@fd negative or closed), -ENOTSOCK,
+ * the -errno of a first probe that could not run (e.g. -EMFILE),
  * -EPROTOTYPE (not TCP: autotuning exists only for TCP), -EINVAL (negative
  * size, both zero, unknown flag, both fallback flags), -EOVERFLOW (size
  * above SOCKBUF_SIZE_MAX), -EOPNOTSUPP (no unlocked mechanism and no
@@ -348,8 +357,8 @@ SOCKBUF_API int sockbuf_report_floor(const struct sockbuf_report *report,
  *
  * Return: 0 when both buffers are at or above the floor; a positive mask of
  * SOCKBUF_SND/SOCKBUF_RCV naming each direction below it; or -EBADF,
- * -ENOTSOCK, -EINVAL (@floor NULL, negative or above SOCKBUF_SIZE_MAX), or
- * the -errno of a failing getsockopt.
+ * -ENOTSOCK, -EINVAL (@floor NULL or negative), -EOVERFLOW (above
+ * SOCKBUF_SIZE_MAX), or the -errno of a failing getsockopt.
  */
 SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
 				    struct sockbuf_state *now);

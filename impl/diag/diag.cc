@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -86,6 +87,42 @@ void parse_tcp_info(socket_info *si, const void *data, size_t len)
 	si->bytes_acked = read_u64(raw, len, tcpi_bytes_acked_off);
 	si->bytes_received = read_u64(raw, len, tcpi_bytes_received_off);
 }
+
+socket_info parse_message(const nlmsghdr *h)
+{
+	auto *m = static_cast<const inet_diag_msg *>(NLMSG_DATA(h));
+	socket_info si;
+	si.family = m->idiag_family;
+	si.state = m->idiag_state;
+	si.inode = m->idiag_inode;
+	si.uid = m->idiag_uid;
+	si.cookie = uint64_t(m->id.idiag_cookie[0]) | uint64_t(m->id.idiag_cookie[1]) << 32;
+	fill_endpoint(&si.local, si.family, m->id.idiag_src, m->id.idiag_sport);
+	fill_endpoint(&si.remote, si.family, m->id.idiag_dst, m->id.idiag_dport);
+	int alen = int(h->nlmsg_len) - int(NLMSG_LENGTH(sizeof(*m)));
+	for (auto *a = reinterpret_cast<const rtattr *>(m + 1); RTA_OK(a, alen);
+	     a = RTA_NEXT(a, alen)) {
+		size_t plen = RTA_PAYLOAD(a);
+		if (a->rta_type == INET_DIAG_SKMEMINFO)
+			parse_meminfo(&si, RTA_DATA(a), plen);
+		else if (a->rta_type == INET_DIAG_INFO)
+			parse_tcp_info(&si, RTA_DATA(a), plen);
+	}
+	return si;
+}
+
+void fill_id(inet_diag_sockid *id, const socket_info &si)
+{
+	memcpy(id->idiag_src, si.local.addr, sizeof(id->idiag_src));
+	memcpy(id->idiag_dst, si.remote.addr, sizeof(id->idiag_dst));
+	id->idiag_sport = htons(si.local.port);
+	id->idiag_dport = htons(si.remote.port);
+	id->idiag_cookie[0] = uint32_t(si.cookie);
+	id->idiag_cookie[1] = uint32_t(si.cookie >> 32);
+}
+
+// Requests per batch: their answers must fit the socket's receive buffer.
+constexpr size_t query_batch_max = 128;
 
 bool matches(const socket_info &si, const filter &f)
 {
@@ -176,25 +213,7 @@ int session::dump_family(int family, const filter &f,
 			}
 			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
 				continue;
-			auto *m = static_cast<inet_diag_msg *>(NLMSG_DATA(h));
-			socket_info si;
-			si.family = m->idiag_family;
-			si.state = m->idiag_state;
-			si.inode = m->idiag_inode;
-			si.uid = m->idiag_uid;
-			si.cookie =
-			    uint64_t(m->id.idiag_cookie[0]) | uint64_t(m->id.idiag_cookie[1]) << 32;
-			fill_endpoint(&si.local, si.family, m->id.idiag_src, m->id.idiag_sport);
-			fill_endpoint(&si.remote, si.family, m->id.idiag_dst, m->id.idiag_dport);
-			int alen = int(h->nlmsg_len) - int(NLMSG_LENGTH(sizeof(*m)));
-			for (auto *a = reinterpret_cast<rtattr *>(m + 1); RTA_OK(a, alen);
-			     a = RTA_NEXT(a, alen)) {
-				size_t plen = RTA_PAYLOAD(a);
-				if (a->rta_type == INET_DIAG_SKMEMINFO)
-					parse_meminfo(&si, RTA_DATA(a), plen);
-				else if (a->rta_type == INET_DIAG_INFO)
-					parse_tcp_info(&si, RTA_DATA(a), plen);
-			}
+			socket_info si = parse_message(h);
 			if (matches(si, f))
 				fn(si);
 		}
@@ -217,6 +236,69 @@ int session::each(const filter &f, const std::function<void(const socket_info &)
 			return ret;
 	}
 	return 0;
+}
+
+int session::query_batch(const socket_info *which, size_t n, const filter &f,
+			 const std::function<void(const socket_info &)> &fn)
+{
+	struct request {
+		nlmsghdr nlh;
+		inet_diag_req_v2 req;
+	};
+	std::vector<request> reqs(n);
+	uint32_t first_seq = seq_ + 1;
+	for (size_t i = 0; i < n; i++) {
+		request &r = reqs[i];
+		r.nlh.nlmsg_len = sizeof(request);
+		r.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+		r.nlh.nlmsg_flags = NLM_F_REQUEST;
+		r.nlh.nlmsg_seq = ++seq_;
+		r.req.sdiag_family = uint8_t(which[i].family);
+		r.req.sdiag_protocol = IPPROTO_TCP;
+		r.req.idiag_states = ~0u;
+		r.req.idiag_ext = uint8_t(1u << (INET_DIAG_SKMEMINFO - 1));
+		if (f.tcp_info)
+			r.req.idiag_ext |= uint8_t(1u << (INET_DIAG_INFO - 1));
+		fill_id(&r.req.id, which[i]);
+	}
+	sockaddr_nl kernel = {};
+	kernel.nl_family = AF_NETLINK;
+	// One sendto carries the whole batch; the kernel answers each request.
+	if (::sendto(fd_, reqs.data(), n * sizeof(request), 0,
+		     reinterpret_cast<sockaddr *>(&kernel), sizeof(kernel)) < 0)
+		return -errno;
+	size_t answered = 0;
+	while (answered < n) {
+		ssize_t got = ::recv(fd_, buf_.data(), buf_.size(), 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (got == 0)
+			return -EIO;
+		size_t left = size_t(got);
+		for (auto *h = reinterpret_cast<nlmsghdr *>(buf_.data()); NLMSG_OK(h, left);
+		     h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_seq < first_seq || h->nlmsg_seq > seq_)
+				continue;
+			answered++;
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+				fn(parse_message(h));
+			// NLMSG_ERROR (ENOENT: the socket is gone) just counts.
+		}
+	}
+	return 0;
+}
+
+int session::query(const std::vector<socket_info> &which, const filter &f,
+		   const std::function<void(const socket_info &)> &fn)
+{
+	int ret = open();
+	for (size_t i = 0; ret == 0 && i < which.size(); i += query_batch_max)
+		ret = query_batch(which.data() + i, std::min(query_batch_max, which.size() - i), f,
+				  fn);
+	return ret;
 }
 
 int session::dump(std::vector<socket_info> *out, const filter &f)

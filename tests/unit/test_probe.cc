@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The probe reports what the kernel does, and caches it.
+#include "probe.h"
 #include "seam.h"
 #include "sys.h"
 #include "util.h"
@@ -110,6 +111,30 @@ TEST(Probe, SocketFailureIsReturnedAndCacheKept)
 	struct sockbuf_probe_info after;
 	ASSERT_EQ(sockbuf_probe(&after, 0), 0);
 	EXPECT_EQ(after.features, before.features);
+}
+
+TEST(Probe, FirstProbeFailureIsEveryCallsError)
+{
+	fd s(tcp());
+	{
+		injector inj;
+		static const sockbuf::sys::hooks fail_socket = {
+		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }};
+		sockbuf::sys::set_hooks(&fail_socket);
+		sockbuf::probe::reset_for_tests();
+		// No features are guessed: the calls fail with the probe's error
+		// rather than lock or refuse on a kernel that could do better.
+		EXPECT_EQ(
+		    sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, nullptr),
+		    -EMFILE);
+		EXPECT_EQ(sockbuf_lock_bufsize(s, 65536, 0, 0, nullptr), -EMFILE);
+		struct sockbuf_state st;
+		EXPECT_EQ(sockbuf_get_state(s, &st), -EMFILE);
+		EXPECT_EQ(buflock(s), 0);
+	}
+	// Retried on the next call once sockets can be made again.
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, nullptr), 0);
+	EXPECT_EQ(sndbuf(s), 65536);
 }
 
 } // namespace

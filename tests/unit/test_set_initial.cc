@@ -171,6 +171,9 @@ TEST_F(OldKernel, ReceiveRaisedThroughRcvlowatWhichIsPutBack)
 	EXPECT_EQ(rep.rcv.locked, 0);
 	EXPECT_EQ(getopt_int(s, SOL_SOCKET, SO_RCVLOWAT), 7); // the caller's mark
 	EXPECT_EQ(buflock(s), 0); // the real kernel agrees: still unlocked
+	// No window clamp left behind to shrink the window scale at connect().
+	EXPECT_EQ(getopt_int(s, IPPROTO_TCP, TCP_WINDOW_CLAMP), 0);
+	EXPECT_FALSE(rep.flags & SOCKBUF_R_WINDOW_CLAMPED);
 }
 
 TEST_F(OldKernel, RcvlowatOnlyRaises)

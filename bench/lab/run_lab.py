@@ -134,8 +134,13 @@ class lab:
             note = srv.stdout.readline().strip() if ready else ""
             if "listening" not in note:
                 raise RuntimeError(f"server did not start: {note} {srv.stderr.read()}")
-            cl = subprocess.run(in_ns(NS_B, *client), capture_output=True, text=True,
-                                timeout=seconds + 60)
+            try:
+                cl = subprocess.run(in_ns(NS_B, *client), capture_output=True, text=True,
+                                    timeout=seconds + 30)
+            except subprocess.TimeoutExpired:
+                # Recorded as a failed run; the sweep goes on.
+                return {"error": f"client still running after {seconds + 30} s",
+                        "server_bufs": note.split(" ", 4)[-1]}
             srv.wait(timeout=30)
         finally:
             if srv.poll() is None:

@@ -106,6 +106,13 @@ int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note)
 	return fd;
 }
 
+void set_nodelay(int fd)
+{
+	int one = 1;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		fail("TCP_NODELAY", errno);
+}
+
 uint16_t local_port(int fd)
 {
 	sockaddr_in sa{};

@@ -23,6 +23,11 @@ int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note);
 // A connected TCP socket, sized before connect().
 int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note);
 
+// TCP_NODELAY on an accepted socket: request-response servers answer with
+// records whose tail is smaller than a segment; with Nagle on, that tail
+// waits for the peer's delayed ACK (SUNRPC's server sets it too).
+void set_nodelay(int fd);
+
 // The port a bound socket got (for --listen=ADDR:0).
 uint16_t local_port(int fd);
 

@@ -206,6 +206,7 @@ int run(const examples::options &o)
 			int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
 			if (fd < 0)
 				continue;
+			examples::set_nodelay(fd);
 			auto c = std::make_shared<connection>();
 			c->fd = fd;
 			c->sampler = &sampler;

@@ -116,6 +116,7 @@ int run(const examples::options &o)
 			int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
 			if (fd < 0)
 				continue;
+			examples::set_nodelay(fd);
 			sampler.add(fd, static_cast<int>(accepted++));
 			{
 				std::lock_guard<std::mutex> g(fds_lock);

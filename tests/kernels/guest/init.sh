@@ -27,7 +27,7 @@ ln -s /run /var/run
 dmesg -n 1
 
 : "${sbk_profile:=quick}" "${sbk_rtts:=50}" "${sbk_seconds:=4}"
-: "${sbk_bytes:=268435456}" "${sbk_pressure_rtt:=50}" "${sbk_memcg_max:=8388608}"
+: "${sbk_bytes:=268435456}" "${sbk_pressure_rtt:=50}" "${sbk_memcg_max:=6291456}"
 
 step() { echo "@@SBK STEP $1@@"; }
 # emit NAME FILE RC: one JSON document between markers.
@@ -141,7 +141,16 @@ if [ $net_rc -eq 0 ]; then
 			--seconds "$sbk_seconds" --bytes "$sbk_bytes" \
 			--rtt-ms "$sbk_pressure_rtt" --scenarios memcg,memcg_restore \
 			--allow-global-changes --json /tmp/memcg.json
-		emit pressure-memcg /tmp/memcg.json $?
+		rc=$?
+		emit pressure-memcg /tmp/memcg.json $rc
+		# What the cgroup saw: hits of memory.max, OOM kills, socket bytes.
+		{
+			echo "{\"memory.max\": $(jstr "$(cat /sys/fs/cgroup/sbk/memory.max)"),"
+			echo "\"memory.peak\": $(jstr "$(cat /sys/fs/cgroup/sbk/memory.peak 2>/dev/null)"),"
+			echo "\"memory.events\": $(jstr "$(cat /sys/fs/cgroup/sbk/memory.events)"),"
+			echo "\"sock\": $(jstr "$(grep '^sock ' /sys/fs/cgroup/sbk/memory.stat)")}"
+		} >/tmp/memcg-stats.json
+		emit memcg-stats /tmp/memcg-stats.json 0
 		;;
 	*)
 		echo '{"skip": "no cgroup v2 memory controller"}' >/tmp/memcg.json

@@ -97,8 +97,9 @@ json run_one(const options &o, const std::string &name, int port)
 		}
 		j["memcg_limit"] = lim;
 	}
-	const auto third = p.max_time / 3;
-	tcp_mem_squeeze squeeze(third, 2 * third);
+	// Squeeze the middle half: growth before it, recovery after it.
+	const auto quarter = p.max_time / 4;
+	tcp_mem_squeeze squeeze(quarter, 3 * quarter);
 	if (squeeze_tcp_mem)
 		p.on_tick = [&](std::chrono::milliseconds now) { squeeze.tick(now); };
 	auto r = run_transfer(p);

@@ -55,7 +55,7 @@ void tcp_mem_squeeze::tick(std::chrono::milliseconds now)
 			return;
 		// Under the memory already in use: every new allocation is
 		// over the hard limit, as on a machine that ran out.
-		long low = std::max(8L, pages_at_apply / 4);
+		long low = std::max(8L, pages_at_apply / 8);
 		applied = tcp_mem_t{low, low, low};
 		write_failed = !write_tcp_mem(*applied);
 		active_ = !write_failed;

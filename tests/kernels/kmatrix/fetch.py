@@ -69,6 +69,7 @@ class Apt:
         self.root = os.path.join(cache_dir, "apt")
         self.debs = os.path.join(cache_dir, "debs")
         self.log = log
+        self._all_names = None
         for d in ("lists/partial", "cache/archives/partial", "etc", "../debs"):
             os.makedirs(os.path.join(self.root, d), exist_ok=True)
         main, security = archive_uris()
@@ -119,12 +120,18 @@ class Apt:
         open(stamp, "w").close()
         return "updated"
 
+    def _names(self):
+        """Every package name in the private lists (apt-cache pkgnames is
+        fast: no descriptions are read), once per run."""
+        if self._all_names is None:
+            r = subprocess.run(["apt-cache"] + self.opts + ["pkgnames", "linux-"],
+                               capture_output=True, text=True)
+            self._all_names = r.stdout.split()
+        return self._all_names
+
     def candidates(self, pattern, suites):
         """[(name, version, suite)] of packages matching pattern in suites."""
-        r = subprocess.run(["apt-cache"] + self.opts + ["search", "--names-only", pattern],
-                           capture_output=True, text=True)
-        names = sorted({ln.split(" - ", 1)[0] for ln in r.stdout.splitlines()
-                        if re.search(pattern, ln.split(" - ", 1)[0])})
+        names = sorted(n for n in self._names() if re.search(pattern, n))
         if not names:
             return []
         r = subprocess.run(["apt-cache"] + self.opts + ["madison"] + names,

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// C3: floor: during the connection's life the buffer never reads below
+// the floor.
+//
+// Raw: a socket set up with setsockopt + SO_BUF_LOCK 0 and left alone; no
+// sample (getsockopt or inet_diag) may read under min(request, effective).
+// Library: sockbuf_set_initial_bufsize plus the floor guard
+// (sockbuf_check_floor / sockbuf_restore_floor); a dip is allowed only if
+// it was repaired within repair_bound_us, and the buffer ends at or above
+// the floor.
+#include "clauses.h"
+#include "common.h"
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+struct named_track {
+	const track *t;
+	const char *what;
+	int floor;
+};
+
+std::vector<named_track> tracks_of(const socket_record &s)
+{
+	return {{&s.gs_snd, "SO_SNDBUF (getsockopt)", s.snd.floor},
+		{&s.gs_rcv, "SO_RCVBUF (getsockopt)", s.rcv.floor},
+		{&s.diag_snd, "SK_MEMINFO_SNDBUF (inet_diag)", s.snd.floor},
+		{&s.diag_rcv, "SK_MEMINFO_RCVBUF (inet_diag)", s.rcv.floor}};
+}
+
+} // namespace
+
+verdict judge_c3(const scenario_result &r)
+{
+	verdict v = make_verdict("C3", r);
+	uint64_t samples = 0;
+	int n = for_arm(r, arm::raw_unlock, [&](const socket_record &s) {
+		for (const auto &nt : tracks_of(s)) {
+			samples += nt.t->samples;
+			if (nt.floor > 0 && nt.t->below_floor)
+				add_violation(&v.raw, "C3", r, s, nt.what,
+					      double(nt.t->first_below_us) / 1e3,
+					      nt.t->lowest_below, nt.floor);
+		}
+	});
+	settle(&v.raw, n, fmt::format("{} sockets, {} samples, none under the floor", n, samples),
+	       "no raw sockets");
+
+	samples = 0;
+	int dips = 0;
+	int64_t longest = 0;
+	n = for_arm(r, arm::lib_initial, [&](const socket_record &s) {
+		for (const auto &nt : tracks_of(s)) {
+			samples += nt.t->samples;
+			if (nt.floor <= 0 || nt.t->below_floor == 0)
+				continue;
+			dips++;
+			longest = std::max(longest, nt.t->longest_below_us);
+			if (nt.t->longest_below_us > repair_bound_us)
+				add_violation(&v.lib, "C3", r, s,
+					      fmt::format("{} under the floor for {:.1f} ms",
+							  nt.what,
+							  double(nt.t->longest_below_us) / 1e3),
+					      double(nt.t->first_below_us) / 1e3,
+					      nt.t->lowest_below, nt.floor);
+		}
+		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
+			add_violation(&v.lib, "C3", r, s, "SO_SNDBUF at the end", -1,
+				      s.after.gs_snd, s.snd.floor);
+		if (s.after.taken && s.rcv.floor > 0 && s.after.gs_rcv < s.rcv.floor)
+			add_violation(&v.lib, "C3", r, s, "SO_RCVBUF at the end", -1,
+				      s.after.gs_rcv, s.rcv.floor);
+	});
+	if (r.guard.restore_errors)
+		v.lib.violations.push_back({"C3", r.name, "floor guard", "restore_floor failed", -1,
+					    int64_t(r.guard.restore_errors), 0});
+	std::string why = fmt::format("{} sockets, {} samples", n, samples);
+	if (dips || r.guard.restores)
+		why += fmt::format("; {} dips seen, {} restores by sockbuf_restore_floor, longest "
+				   "{:.1f} ms under",
+				   dips, r.guard.restores, double(longest) / 1e3);
+	else
+		why += ", none under the floor";
+	settle(&v.lib, n, why, "no library sockets");
+	return v;
+}
+
+} // namespace sockbuf::contract

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// C7: report honesty: every value the library reports equals what the
+// kernel shows (getsockopt, SO_BUF_LOCK, inet_diag SK_MEMINFO).
+//
+// Compared at rest (after setup, before traffic; after the last byte):
+// Raw: getsockopt against inet_diag for every socket (the kernel agrees
+// with itself).  Library: sockbuf_get_state against getsockopt,
+// SO_BUF_LOCK and inet_diag; set_initial/lock reports against getsockopt
+// right after the call; restore reports against getsockopt after restore.
+#include "clauses.h"
+#include "common.h"
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+using snap = socket_record::snapshot;
+
+void raw_check(const scenario_result &r, const socket_record &s, const snap &p, const char *when,
+	       half_verdict *h)
+{
+	// A socket inet_diag no longer lists (closed both ways) has nothing
+	// to compare.
+	if (!p.taken || p.diag_snd < 0)
+		return;
+	if (p.diag_snd != p.gs_snd)
+		add_violation(h, "C7", r, s, fmt::format("SK_MEMINFO_SNDBUF {} (getsockopt)", when),
+			      -1, p.diag_snd, p.gs_snd);
+	if (p.diag_rcv != p.gs_rcv)
+		add_violation(h, "C7", r, s, fmt::format("SK_MEMINFO_RCVBUF {} (getsockopt)", when),
+			      -1, p.diag_rcv, p.gs_rcv);
+}
+
+void lib_check(const scenario_result &r, const socket_record &s, const snap &p, const char *when,
+	       half_verdict *h)
+{
+	if (!p.taken)
+		return;
+	if (p.lib_snd != p.gs_snd)
+		add_violation(h, "C7", r, s, fmt::format("sockbuf_get_state sndbuf {}", when), -1,
+			      p.lib_snd, p.gs_snd);
+	if (p.lib_rcv != p.gs_rcv)
+		add_violation(h, "C7", r, s, fmt::format("sockbuf_get_state rcvbuf {}", when), -1,
+			      p.lib_rcv, p.gs_rcv);
+	if (p.lib_lock != p.gs_lock)
+		add_violation(h, "C7", r, s, fmt::format("sockbuf_get_state lock {}", when), -1,
+			      p.lib_lock, p.gs_lock);
+	if (p.diag_snd >= 0 && p.lib_snd != p.diag_snd)
+		add_violation(h, "C7", r, s,
+			      fmt::format("sockbuf_get_state sndbuf {} (inet_diag)", when), -1,
+			      p.lib_snd, p.diag_snd);
+	if (p.diag_rcv >= 0 && p.lib_rcv != p.diag_rcv)
+		add_violation(h, "C7", r, s,
+			      fmt::format("sockbuf_get_state rcvbuf {} (inet_diag)", when), -1,
+			      p.lib_rcv, p.diag_rcv);
+}
+
+} // namespace
+
+verdict judge_c7(const scenario_result &r)
+{
+	verdict v = make_verdict("C7", r);
+	int n = 0;
+	for (const auto &s : r.sockets) {
+		raw_check(r, s, s.before, "before traffic", &v.raw);
+		raw_check(r, s, s.after, "after traffic", &v.raw);
+		n++;
+	}
+	settle(&v.raw, n, fmt::format("{} sockets: getsockopt = inet_diag before and after", n),
+	       "no sockets");
+
+	n = 0;
+	for (const auto &s : r.sockets) {
+		if (s.a != arm::lib_initial && s.a != arm::lib_locked)
+			continue;
+		n++;
+		lib_check(r, s, s.before, "before traffic", &v.lib);
+		lib_check(r, s, s.after, "after traffic", &v.lib);
+		if (s.r == role::server)
+			continue; // the call was made on the listener
+		for (const dir_setup *d : {&s.snd, &s.rcv})
+			if (s.setup_err == 0 && d->reported != d->after_call)
+				add_violation(&v.lib, "C7", r, s,
+					      d == &s.snd ? "report snd.effective"
+							  : "report rcv.effective",
+					      0, d->reported, d->after_call);
+	}
+	if (r.guard.report_mismatch)
+		v.lib.violations.push_back({"C7", r.name, "floor guard",
+					    "restore reports above what getsockopt read after", -1,
+					    int64_t(r.guard.report_mismatch), 0});
+	settle(&v.lib, n,
+	       fmt::format("{} sockets: reports and sockbuf_get_state = getsockopt = inet_diag", n),
+	       "no library sockets");
+	return v;
+}
+
+} // namespace sockbuf::contract

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// The clauses of docs/contract.md, one judge each.  A judge reads one
+// scenario's result and gives two verdicts: the raw kernel property (plain
+// setsockopt, no library) and the library guarantee (sockbuf calls, with
+// the floor restored when sockbuf_check_floor reports a violation).
+#pragma once
+
+#include "model.h"
+
+#include <string>
+#include <vector>
+
+namespace sockbuf::contract
+{
+
+struct clause_info {
+	const char *id;
+	const char *title;
+	verdict (*judge)(const scenario_result &);
+};
+
+const std::vector<clause_info> &all_clauses();
+
+// Every judge; the pseudo-clause "I" (integrity) first.
+std::vector<verdict> judge_all(const scenario_result &r, const std::vector<std::string> &only);
+
+verdict judge_c1(const scenario_result &r);
+verdict judge_c2(const scenario_result &r);
+verdict judge_c3(const scenario_result &r);
+verdict judge_c4(const scenario_result &r);
+verdict judge_c5(const scenario_result &r);
+verdict judge_c6(const scenario_result &r);
+verdict judge_c7(const scenario_result &r);
+verdict judge_integrity(const scenario_result &r);
+
+// C2's test on one arm (public so the suite's own tests can aim it at a
+// locked arm, which must fail).
+half_verdict judge_growth(const scenario_result &r, arm a);
+
+// How long a library-guarded buffer may stay under its floor before the
+// guard's restore counts as too late.
+inline constexpr int64_t repair_bound_us = 50'000;
+
+} // namespace sockbuf::contract

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#include "model.h"
+
+namespace sockbuf::contract
+{
+
+const char *arm_name(arm a)
+{
+	switch (a) {
+	case arm::untouched:
+		return "untouched";
+	case arm::raw_unlock:
+		return "raw_unlock";
+	case arm::lib_initial:
+		return "lib_initial";
+	case arm::raw_locked:
+		return "raw_locked";
+	case arm::lib_locked:
+		return "lib_locked";
+	}
+	return "?";
+}
+
+const char *role_name(role r)
+{
+	switch (r) {
+	case role::client:
+		return "client";
+	case role::server:
+		return "server";
+	case role::listener:
+		return "listener";
+	}
+	return "?";
+}
+
+const char *outcome_name(outcome o)
+{
+	switch (o) {
+	case outcome::pass:
+		return "pass";
+	case outcome::fail:
+		return "FAIL";
+	case outcome::skip:
+		return "skip";
+	}
+	return "?";
+}
+
+} // namespace sockbuf::contract

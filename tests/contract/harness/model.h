@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// The data a scenario run produces and the clauses judge: sockets with
+// their setup facts and sampled life, verdicts and violations.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sockbuf::contract
+{
+
+// How a connection's sockets were set up.  Every scenario runs all arms
+// side by side in one network namespace, so they share the same load.
+enum class arm : int {
+	untouched,   // kernel defaults: the window-scale baseline
+	raw_unlock,  // setsockopt(SO_*BUF) then SO_BUF_LOCK 0, nothing else
+	lib_initial, // sockbuf_set_initial_bufsize + floor guard (restore)
+	raw_locked,  // setsockopt(SO_*BUF): locked
+	lib_locked,  // sockbuf_lock_bufsize
+};
+constexpr int arm_count = 5;
+const char *arm_name(arm a);
+
+enum class role : int { client, server, listener };
+const char *role_name(role r);
+
+// One series of values of one buffer of one socket, recorded as changes.
+struct series_point {
+	uint32_t t_us; // since the scenario's traffic started
+	int32_t value;
+};
+
+// What the sampler saw of one buffer (send or receive) from one source.
+struct track {
+	int64_t min = -1, max = -1, first = -1, last = -1;
+	uint64_t samples = 0;
+	uint64_t below_floor = 0;	  // samples under the floor
+	int64_t first_below_us = -1;	  // time of the first such sample
+	int64_t lowest_below = -1;	  // lowest value under the floor
+	int64_t longest_below_us = 0;	  // longest stretch under the floor
+	int64_t below_since_us = -1;	  // open stretch (sampler-internal)
+	std::vector<series_point> series; // changes only, capped
+	bool series_truncated = false;
+
+	void add(int64_t value, int64_t floor, int64_t t_us);
+	void close(int64_t t_us); // ends an open under-floor stretch
+};
+
+struct dir_setup {
+	int requested = 0;   // kernel unit; 0 = not touched
+	int after_call = -1; // getsockopt right after the setup call returned
+	int reported = -1;   // library report's effective (lib arms)
+	int floor = 0;	     // what must hold (0 = none)
+	uint32_t clamps = 0; // library report clamp bits
+	int report_locked = -2;
+};
+
+struct socket_record {
+	std::string name; // "bulk/lib_initial/c0/server"
+	arm a = arm::untouched;
+	role r = role::client;
+	int fd = -1;
+	uint32_t inode = 0;
+	int conn = -1;
+
+	dir_setup snd, rcv;
+	int lock_after_call = -1; // SO_BUF_LOCK after setup
+	int setup_err = 0;	  // -errno of a failed setup call
+
+	// Accepted sockets: what they carried from the listener at accept().
+	int accept_sndbuf = -1, accept_rcvbuf = -1, accept_lock = -1;
+	int listener_sndbuf = -1, listener_rcvbuf = -1, listener_lock = -1;
+
+	// TCP_INFO after the handshake.
+	int snd_wscale = -1, rcv_wscale = -1;
+
+	// Quiescent comparisons (C7): before traffic and after it.
+	struct snapshot {
+		int gs_snd = -1, gs_rcv = -1, gs_lock = -1;    // getsockopt
+		int64_t diag_snd = -1, diag_rcv = -1;	       // inet_diag SK_MEMINFO
+		int lib_snd = -1, lib_rcv = -1, lib_lock = -2; // sockbuf_get_state
+		bool taken = false;
+	} before, after;
+
+	// Sampled during traffic.
+	track gs_snd, gs_rcv, diag_snd, diag_rcv;
+};
+
+// Floor guard (library arm): what check/restore did.
+struct guard_stats {
+	uint64_t checks = 0, violations = 0, restores = 0, restore_errors = 0;
+	uint64_t report_mismatch = 0;	 // restore report != getsockopt after
+	std::vector<std::string> events; // first few, for the report
+};
+
+struct sampler_stats {
+	uint64_t cycles = 0;
+	double seconds = 0;
+	double rate_hz = 0;
+	double max_gap_ms = 0;	  // longest time between two samples
+	double mean_cycle_us = 0; // time one sampling cycle takes
+	int diag_err = 0;
+	std::string scheduling; // how the sampler thread was scheduled
+};
+
+struct integrity {
+	uint64_t flows = 0, bytes_sent = 0, bytes_verified = 0;
+	uint64_t corrupt = 0, short_flows = 0;
+	std::vector<std::string> errors;
+	bool ok() const { return corrupt == 0 && short_flows == 0 && errors.empty(); }
+};
+
+enum class outcome : int { pass, fail, skip };
+const char *outcome_name(outcome o);
+
+struct violation {
+	std::string clause, scenario, socket, what;
+	double t_ms = -1;
+	int64_t value = -1, floor = -1;
+};
+
+struct half_verdict {
+	outcome o = outcome::skip;
+	std::string why; // reason for skip, summary for fail, evidence for pass
+	std::vector<violation> violations;
+};
+
+struct verdict {
+	std::string clause, scenario;
+	half_verdict raw, lib;
+};
+
+struct scenario_result {
+	std::string name;
+	std::string skip_reason; // non-empty: did not run
+	double seconds = 0;
+	integrity data;
+	sampler_stats sampler;
+	guard_stats guard;
+	std::vector<socket_record> sockets;
+	std::vector<std::string> notes;
+	// Sizes of this scenario's arms (kernel unit).
+	int initial_snd = 0, initial_rcv = 0;
+	bool needs_growth = false; // bandwidth-delay product exceeds initial
+	int tcp_rmem2 = -1, tcp_wmem2 = -1;
+};
+
+} // namespace sockbuf::contract

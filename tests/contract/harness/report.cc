@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+#include "report.h"
+
+#include "clauses.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+json track_json(const track &t)
+{
+	return {{"min", t.min}, {"max", t.max}, {"first", t.first}, {"last", t.last}};
+}
+
+json series_json(const track &t)
+{
+	json a = json::array();
+	for (const auto &p : t.series)
+		a.push_back({p.t_us, p.value});
+	return a;
+}
+
+json half_json(const half_verdict &h)
+{
+	json v = json::array();
+	for (size_t i = 0; i < h.violations.size() && i < 20; i++) {
+		const auto &x = h.violations[i];
+		v.push_back({{"clause", x.clause},
+			     {"scenario", x.scenario},
+			     {"socket", x.socket},
+			     {"what", x.what},
+			     {"t_ms", x.t_ms},
+			     {"value", x.value},
+			     {"expected", x.floor}});
+	}
+	return {{"verdict", outcome_name(h.o)},
+		{"why", h.why},
+		{"violations_total", h.violations.size()},
+		{"violations", v}};
+}
+
+// Min and max over every socket of one arm and role.
+json arm_summary(const scenario_result &r, arm a, role ro)
+{
+	track snd, rcv, dsnd, drcv;
+	auto merge = [](track *into, const track &t) {
+		if (t.samples == 0)
+			return;
+		into->min = into->min < 0 ? t.min : std::min(into->min, t.min);
+		into->max = std::max(into->max, t.max);
+		into->samples += t.samples;
+	};
+	int n = 0, ws = -1;
+	for (const auto &s : r.sockets)
+		if (s.a == a && s.r == ro) {
+			n++;
+			merge(&snd, s.gs_snd);
+			merge(&rcv, s.gs_rcv);
+			merge(&dsnd, s.diag_snd);
+			merge(&drcv, s.diag_rcv);
+			ws = s.rcv_wscale;
+		}
+	return {{"sockets", n},
+		{"rcv_wscale", ws},
+		{"sndbuf", {{"min", snd.min}, {"max", snd.max}, {"samples", snd.samples}}},
+		{"rcvbuf", {{"min", rcv.min}, {"max", rcv.max}, {"samples", rcv.samples}}},
+		{"diag_sndbuf", {{"min", dsnd.min}, {"max", dsnd.max}}},
+		{"diag_rcvbuf", {{"min", drcv.min}, {"max", drcv.max}}}};
+}
+
+const char *short_outcome(const std::string &o)
+{
+	if (o == "pass")
+		return "ok";
+	if (o == "FAIL")
+		return "FAIL";
+	return "-";
+}
+
+std::string cell(const json &v)
+{
+	std::string raw = v["raw"]["verdict"], lib = v["library"]["verdict"];
+	if (raw == "skip" && lib == "skip")
+		return "skip";
+	if (v["clause"] == "I")
+		return short_outcome(raw);
+	return fmt::format("{}/{}", short_outcome(raw), short_outcome(lib));
+}
+
+std::vector<std::string> clause_columns(const json &doc)
+{
+	std::vector<std::string> cols;
+	for (const auto &s : doc["scenarios"])
+		for (const auto &v : s["verdicts"]) {
+			std::string c = v["clause"];
+			if (std::find(cols.begin(), cols.end(), c) == cols.end())
+				cols.push_back(c);
+		}
+	return cols;
+}
+
+const json *find_verdict(const json &scenario, const std::string &clause)
+{
+	for (const auto &v : scenario["verdicts"])
+		if (v["clause"] == clause)
+			return &v;
+	return nullptr;
+}
+
+} // namespace
+
+json scenario_json(const scenario_result &r, const std::vector<verdict> &verdicts, bool series)
+{
+	json j;
+	j["name"] = r.name;
+	if (!r.skip_reason.empty())
+		j["skip_reason"] = r.skip_reason;
+	j["seconds"] = r.seconds;
+	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
+	j["needs_growth"] = r.needs_growth;
+	j["notes"] = r.notes;
+	j["sampler"] = {
+	    {"cycles", r.sampler.cycles},	  {"rate_hz", r.sampler.rate_hz},
+	    {"max_gap_ms", r.sampler.max_gap_ms}, {"mean_cycle_us", r.sampler.mean_cycle_us},
+	    {"diag_error", r.sampler.diag_err},	  {"scheduling", r.sampler.scheduling}};
+	j["integrity"] = {{"flows", r.data.flows},
+			  {"bytes_sent", r.data.bytes_sent},
+			  {"bytes_verified", r.data.bytes_verified},
+			  {"corrupt", r.data.corrupt},
+			  {"short_flows", r.data.short_flows},
+			  {"errors", r.data.errors}};
+	j["floor_guard"] = {{"checks", r.guard.checks},
+			    {"violations", r.guard.violations},
+			    {"restores", r.guard.restores},
+			    {"restore_errors", r.guard.restore_errors},
+			    {"events", r.guard.events}};
+	json arms;
+	for (int a = 0; a < arm_count; a++)
+		if (!r.sockets.empty())
+			arms[arm_name(arm(a))] = {{"client", arm_summary(r, arm(a), role::client)},
+						  {"server", arm_summary(r, arm(a), role::server)}};
+	j["arms"] = arms;
+	if (series) {
+		json socks = json::array();
+		for (const auto &s : r.sockets) {
+			if (s.r == role::listener)
+				continue;
+			socks.push_back({{"socket", s.name},
+					 {"floor", {s.snd.floor, s.rcv.floor}},
+					 {"sndbuf", track_json(s.gs_snd)},
+					 {"rcvbuf", track_json(s.gs_rcv)},
+					 {"sndbuf_series", series_json(s.gs_snd)},
+					 {"rcvbuf_series", series_json(s.gs_rcv)}});
+		}
+		j["sockets"] = socks;
+	}
+	json vs = json::array();
+	for (const auto &v : verdicts)
+		vs.push_back({{"clause", v.clause},
+			      {"raw", half_json(v.raw)},
+			      {"library", half_json(v.lib)}});
+	j["verdicts"] = vs;
+	return j;
+}
+
+std::vector<verdict> skipped_verdicts(const std::string &scenario, const std::string &why,
+				      const std::vector<std::string> &only)
+{
+	std::vector<verdict> out;
+	verdict i;
+	i.clause = "I";
+	i.scenario = scenario;
+	i.raw.why = i.lib.why = why;
+	out.push_back(i);
+	for (const auto &c : all_clauses()) {
+		if (!only.empty() && std::find(only.begin(), only.end(), c.id) == only.end())
+			continue;
+		verdict v;
+		v.clause = c.id;
+		v.scenario = scenario;
+		v.raw.why = v.lib.why = why;
+		out.push_back(v);
+	}
+	return out;
+}
+
+std::string text_report(const json &doc)
+{
+	auto cols = clause_columns(doc);
+	std::string out = fmt::format("sockbuf-contract on Linux {} ({} profile{})\n",
+				      doc["kernel"]["release"].get<std::string>(),
+				      doc["profile"].get<std::string>(),
+				      doc["privileged"].get<bool>() ? ", root" : ", unprivileged");
+	out += "cells: raw kernel / library guarantee (ok, FAIL, - skipped); I = every byte "
+	       "arrived in order\n\n";
+	out += fmt::format("{:<18}", "scenario");
+	for (const auto &c : cols)
+		out += fmt::format("{:<11}", c);
+	out += "\n";
+	for (const auto &s : doc["scenarios"]) {
+		out += fmt::format("{:<18}", s["name"].get<std::string>());
+		for (const auto &c : cols) {
+			const json *v = find_verdict(s, c);
+			out += fmt::format("{:<11}", v ? cell(*v) : "");
+		}
+		out += "\n";
+	}
+	std::string fails, skips;
+	std::map<std::string, std::vector<std::string>> skip_reasons;
+	for (const auto &s : doc["scenarios"]) {
+		std::string name = s["name"];
+		if (s.contains("skip_reason")) {
+			skip_reasons[s["skip_reason"].get<std::string>()].push_back(name);
+			continue;
+		}
+		for (const auto &v : s["verdicts"])
+			for (const char *side : {"raw", "library"}) {
+				const json &h = v[side];
+				std::string o = h["verdict"];
+				std::string line =
+				    fmt::format("  {} {} {}: {}\n", v["clause"].get<std::string>(),
+						name, side, h["why"].get<std::string>());
+				if (o == "FAIL")
+					fails += line;
+				else if (o == "skip" && std::string(side) == "raw")
+					skip_reasons[h["why"].get<std::string>()].push_back(
+					    v["clause"].get<std::string>() + " " + name);
+				if (v["clause"] == "I")
+					break;
+			}
+	}
+	for (const auto &[why, where] : skip_reasons) {
+		std::string list;
+		for (size_t i = 0; i < where.size(); i++)
+			list += (i ? ", " : "") + where[i];
+		skips += fmt::format("  {}: {}\n", list, why);
+	}
+	out += "\nFailures:\n" + (fails.empty() ? std::string("  none\n") : fails);
+	out += "Skipped:\n" + (skips.empty() ? std::string("  none\n") : skips);
+	if (doc.contains("unprivileged_skips"))
+		for (const auto &u : doc["unprivileged_skips"])
+			out += fmt::format("  unprivileged: {}\n", u.get<std::string>());
+	return out;
+}
+
+std::string markdown_report(const json &doc)
+{
+	auto cols = clause_columns(doc);
+	std::string out = fmt::format("# sockbuf-contract on Linux {}\n\n",
+				      doc["kernel"]["release"].get<std::string>());
+	out += fmt::format("Profile `{}`, {}, {:.1f} s. Cells: raw kernel / library guarantee "
+			   "(ok, FAIL, - skipped). `I`: every byte arrived, in order.\n\n",
+			   doc["profile"].get<std::string>(),
+			   doc["privileged"].get<bool>() ? "root" : "unprivileged",
+			   doc["seconds"].get<double>());
+	out += "| scenario |";
+	for (const auto &c : cols)
+		out += fmt::format(" {} |", c);
+	out += "\n|---|";
+	for (size_t i = 0; i < cols.size(); i++)
+		out += "---|";
+	out += "\n";
+	for (const auto &s : doc["scenarios"]) {
+		out += fmt::format("| {} |", s["name"].get<std::string>());
+		for (const auto &c : cols) {
+			const json *v = find_verdict(s, c);
+			out += fmt::format(" {} |", v ? cell(*v) : "");
+		}
+		out += "\n";
+	}
+	out += "\n## Verdicts with evidence\n\n";
+	for (const auto &s : doc["scenarios"]) {
+		out += fmt::format("### {}\n\n", s["name"].get<std::string>());
+		if (s.contains("skip_reason")) {
+			out += fmt::format("Skipped: {}\n\n", s["skip_reason"].get<std::string>());
+			continue;
+		}
+		out +=
+		    fmt::format("{:.1f} s, sampler {:.0f} Hz (longest gap {:.1f} ms)",
+				s["seconds"].get<double>(), s["sampler"]["rate_hz"].get<double>(),
+				s["sampler"]["max_gap_ms"].get<double>());
+		for (const auto &n : s["notes"])
+			out += "; " + n.get<std::string>();
+		out += "\n\n| clause | raw | library |\n|---|---|---|\n";
+		for (const auto &v : s["verdicts"])
+			out += fmt::format("| {} | {}: {} | {}: {} |\n",
+					   v["clause"].get<std::string>(),
+					   v["raw"]["verdict"].get<std::string>(),
+					   v["raw"]["why"].get<std::string>(),
+					   v["library"]["verdict"].get<std::string>(),
+					   v["library"]["why"].get<std::string>());
+		out += "\n";
+	}
+	return out;
+}
+
+} // namespace sockbuf::contract

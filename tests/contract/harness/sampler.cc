@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "sampler.h"
+
+#include "clock.h"
+#include "diag.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+constexpr size_t series_cap = 20000;
+
+int64_t get_buf(int fd, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, name, &v, &len) < 0)
+		return -1;
+	return v;
+}
+
+int64_t floor_of(const dir_setup &d)
+{
+	return d.floor > 0 ? d.floor : -1;
+}
+
+} // namespace
+
+void track::add(int64_t value, int64_t floor, int64_t t_us)
+{
+	if (value < 0)
+		return;
+	if (samples == 0)
+		first = value;
+	if (min < 0 || value < min)
+		min = value;
+	max = std::max(max, value);
+	if (samples == 0 || value != last) {
+		if (series.size() < series_cap)
+			series.push_back({uint32_t(t_us), int32_t(value)});
+		else
+			series_truncated = true;
+	}
+	last = value;
+	samples++;
+	if (floor > 0 && value < floor) {
+		below_floor++;
+		if (first_below_us < 0)
+			first_below_us = t_us;
+		if (lowest_below < 0 || value < lowest_below)
+			lowest_below = value;
+		if (below_since_us < 0)
+			below_since_us = t_us;
+		longest_below_us = std::max(longest_below_us, t_us - below_since_us);
+	} else {
+		close(t_us);
+	}
+}
+
+void track::close(int64_t t_us)
+{
+	if (below_since_us >= 0)
+		longest_below_us = std::max(longest_below_us, t_us - below_since_us);
+	below_since_us = -1;
+}
+
+sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
+    : sockets_(sockets), t0_ns_(t0_ns), period_us_(period_us)
+{
+	for (size_t i = 0; i < sockets_->size(); i++)
+		if ((*sockets_)[i].inode)
+			by_inode_[(*sockets_)[i].inode] = i;
+}
+
+sampler::~sampler()
+{
+	stop();
+}
+
+void sampler::start()
+{
+	stop_ = false;
+	thread_ = std::thread([this] { loop(); });
+}
+
+void sampler::stop()
+{
+	stop_ = true;
+	if (thread_.joinable())
+		thread_.join();
+}
+
+void sampler::record(socket_record *s, source src, int64_t snd, int64_t rcv, int64_t t_us)
+{
+	track &ts = src == source::getsockopt ? s->gs_snd : s->diag_snd;
+	track &tr = src == source::getsockopt ? s->gs_rcv : s->diag_rcv;
+	ts.add(snd, floor_of(s->snd), t_us);
+	tr.add(rcv, floor_of(s->rcv), t_us);
+}
+
+void sampler::cycle(int64_t t_us)
+{
+	for (auto &s : *sockets_) {
+		if (s.fd < 0 || s.r == role::listener)
+			continue;
+		int64_t snd = get_buf(s.fd, SO_SNDBUF), rcv = get_buf(s.fd, SO_RCVBUF);
+		if (filter_)
+			filter_(t_us, s, source::getsockopt, &snd, &rcv);
+		record(&s, source::getsockopt, snd, rcv, t_us);
+	}
+	// Per-socket queries by address and cookie: a dump walks every
+	// socket of the host and costs milliseconds; these are lookups.
+	diag::filter f;
+	f.tcp_info = false; // tcp_info takes the socket lock; SK_MEMINFO does not
+	int err = session_.query(ids_, f, [&](const diag::socket_info &si) {
+		auto it = by_inode_.find(si.inode);
+		if (it == by_inode_.end())
+			return;
+		socket_record &s = (*sockets_)[it->second];
+		int64_t snd = si.sndbuf, rcv = si.rcvbuf;
+		if (filter_)
+			filter_(t_us, s, source::inet_diag, &snd, &rcv);
+		record(&s, source::inet_diag, snd, rcv, t_us);
+	});
+	if (err < 0)
+		stats_.diag_err = err;
+}
+
+void sampler::learn_ids()
+{
+	// One dump finds the address and cookie of every scenario socket.
+	diag::filter f;
+	f.family = AF_INET;
+	f.tcp_info = false;
+	f.states = ~(1u << TCP_LISTEN); // listeners are not sampled
+	int err = session_.each(f, [&](const diag::socket_info &si) {
+		if (by_inode_.count(si.inode))
+			ids_.push_back(si);
+	});
+	if (err < 0)
+		stats_.diag_err = err;
+}
+
+void sampler::loop()
+{
+	stats_.scheduling = make_observer_thread();
+	learn_ids();
+	int64_t start = now_ns(), last = start;
+	int64_t next = start, busy = 0;
+	while (!stop_.load(std::memory_order_relaxed)) {
+		int64_t now = now_ns();
+		cycle((now - t0_ns_) / 1000);
+		busy += now_ns() - now;
+		stats_.cycles++;
+		stats_.max_gap_ms = std::max(stats_.max_gap_ms, double(now - last) / 1e6);
+		last = now;
+		// A real-time thread must leave the CPU: after a cycle longer than
+		// the period (hundreds of sockets) rest half a cycle, so the
+		// sampler never takes more than two thirds of a core.
+		int64_t end = now_ns();
+		next += int64_t(period_us_) * 1000;
+		next = std::max(next, end + (end - now) / 2);
+		sleep_until_ns(next);
+	}
+	int64_t end = now_ns();
+	for (auto &s : *sockets_)
+		for (track *t : {&s.gs_snd, &s.gs_rcv, &s.diag_snd, &s.diag_rcv})
+			t->close((end - t0_ns_) / 1000);
+	stats_.seconds = double(end - start) / 1e9;
+	stats_.rate_hz = stats_.seconds > 0 ? double(stats_.cycles) / stats_.seconds : 0;
+	stats_.mean_cycle_us = stats_.cycles ? double(busy) / 1e3 / double(stats_.cycles) : 0;
+}
+
+} // namespace sockbuf::contract

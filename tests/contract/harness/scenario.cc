@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include "scenario.h"
+
+#include "clock.h"
+#include "guard.h"
+#include "netns.h"
+
+#include <fmt/core.h>
+
+#include <thread>
+
+namespace sockbuf::contract
+{
+
+std::vector<arm> arms_times(int per_arm)
+{
+	std::vector<arm> v;
+	for (int i = 0; i < per_arm; i++)
+		for (int a = 0; a < arm_count; a++)
+			v.push_back(arm(a));
+	return v;
+}
+
+void run_scenario(const scenario_spec &spec, const profile &prof, const run_hooks &hooks,
+		  scenario_result *out)
+{
+	out->name = spec.name;
+	long t[3];
+	if (read_triple("/proc/sys/net/ipv4/tcp_rmem", t))
+		out->tcp_rmem2 = int(t[2]);
+	if (read_triple("/proc/sys/net/ipv4/tcp_wmem", t))
+		out->tcp_wmem2 = int(t[2]);
+
+	scenario_plan plan;
+	std::string skip = spec.plan(prof, &plan);
+	if (skip.empty() && plan.prepare)
+		skip = plan.prepare();
+	if (!skip.empty()) {
+		out->skip_reason = skip;
+		return;
+	}
+	out->initial_snd = plan.sizes.snd;
+	out->initial_rcv = plan.sizes.rcv;
+	out->needs_growth = plan.needs_growth;
+	out->notes = plan.notes;
+
+	connection_set set;
+	std::string what;
+	int err = open_connections(spec.name, plan.arms, plan.sizes, &set, &what);
+	if (err < 0) {
+		out->data.errors.push_back(fmt::format("{}: {}", what, strerror(-err)));
+		out->sockets = set.sockets;
+		if (plan.cleanup)
+			plan.cleanup();
+		return;
+	}
+	take_snapshots(&set, false);
+
+	int64_t t0 = now_ns();
+	sampler smp(&set.sockets, t0, prof.sample_period_us);
+	if (hooks.filter)
+		smp.set_filter(hooks.filter);
+	floor_guard guard(&set.sockets, t0, prof.guard_period_us);
+	smp.start();
+	guard.start();
+	std::thread during, plan_during;
+	if (hooks.during)
+		during = std::thread(hooks.during, std::ref(set), t0);
+	if (plan.during)
+		plan_during = std::thread(plan.during, std::ref(set), t0);
+
+	plan.traffic(set, t0 + int64_t(plan.seconds * 1e9), &out->data);
+
+	if (during.joinable())
+		during.join();
+	if (plan_during.joinable())
+		plan_during.join();
+	guard.stop();
+	guard.pass();
+	smp.stop();
+	out->seconds = double(now_ns() - t0) / 1e9;
+	take_snapshots(&set, true);
+	out->sampler = smp.stats();
+	out->guard = guard.stats();
+	out->sockets = set.sockets;
+	out->notes = plan.notes; // the run may have added some
+	set.close_all();
+	if (plan.cleanup)
+		plan.cleanup();
+}
+
+} // namespace sockbuf::contract

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// A scenario: traffic of one shape, run with every arm side by side in its
+// own network namespace, bounded in bytes and seconds.
+#pragma once
+
+#include "conn.h"
+#include "model.h"
+#include "sampler.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sockbuf::contract
+{
+
+struct profile {
+	bool quick = true;
+	bool allow_global = false; // may change host-wide settings (qemu guest)
+	bool privileged = false;   // CAP_NET_ADMIN in the initial namespace
+	uint32_t sample_period_us = 500;
+	uint32_t guard_period_us = 1000;
+};
+
+// Test hooks: change what a run sees, to prove the suite can fail.
+struct run_hooks {
+	sample_filter filter;
+	// Runs on its own thread once traffic started; must return by itself
+	// (bounded) and is joined after the traffic ends.
+	std::function<void(connection_set &, int64_t t0_ns)> during;
+};
+
+// The traffic itself: move bytes over @set's connections until done or
+// @deadline_ns, checking every byte into @data.
+using traffic_fn = std::function<void(connection_set &set, int64_t deadline_ns, integrity *data)>;
+
+struct scenario_plan {
+	std::vector<arm> arms; // one entry per connection
+	arm_sizes sizes;
+	double seconds = 5;
+	bool needs_growth = false;
+	traffic_fn traffic;
+	// Optional: set up inside the namespace before connections (tc, sysctl).
+	// Returns "" or a skip reason.
+	std::function<std::string()> prepare;
+	std::function<void()> cleanup;
+	// Optional: runs on its own thread while traffic flows (bounded).
+	std::function<void(connection_set &, int64_t t0_ns)> during;
+	std::vector<std::string> notes;
+};
+
+struct scenario_spec {
+	const char *name;
+	const char *summary;
+	// Builds the plan for a profile; returns "" or a skip reason.
+	std::function<std::string(const profile &, scenario_plan *)> plan;
+};
+
+// Every arm @per_arm times, interleaved.
+std::vector<arm> arms_times(int per_arm);
+
+// Runs @spec in the current (fresh) namespace; fills @out.
+void run_scenario(const scenario_spec &spec, const profile &prof, const run_hooks &hooks,
+		  scenario_result *out);
+
+const std::vector<scenario_spec> &all_scenarios();
+
+} // namespace sockbuf::contract

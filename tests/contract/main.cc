@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// sockbuf-contract: runs the clauses of docs/contract.md against the
+// running kernel, every scenario in its own network namespace, and says
+// per clause what the kernel does by itself (raw) and what sockbuf
+// guarantees on top (library).
+//
+// Exit status: 0 every library guarantee held (and, with --strict-raw,
+// every raw property); 1 a clause failed or bytes went wrong; 77 nothing
+// could run (the reason is printed); 2 bad usage.
+#include "clauses.h"
+#include "clock.h"
+#include "global.h"
+#include "netns.h"
+#include "runner.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <fmt/core.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace sockbuf::contract;
+
+namespace
+{
+
+constexpr int exit_fail = 1, exit_usage = 2, exit_skip = 77;
+
+struct args {
+	bool quick = false, strict_raw = false, list = false;
+	run_options run;
+	std::vector<std::string> scenarios;
+	std::string json_path, md_path;
+};
+
+void usage(FILE *to)
+{
+	fmt::print(
+	    to, "usage: sockbuf-contract [--quick] [--clause C1,C3,...] [--scenario "
+		"bulk,...]\n"
+		"                        [--json PATH] [--markdown PATH] [--series]\n"
+		"                        [--allow-global-changes] [--strict-raw] [--list]\n"
+		"\n"
+		"Runs the sockbuf contract (docs/contract.md) on this kernel.  Each scenario\n"
+		"runs in its own network namespace; unprivileged runs enter a user+network\n"
+		"namespace first.  --allow-global-changes (or SOCKBUF_CONTRACT_ALLOW_GLOBAL=1)\n"
+		"lets the memory-pressure scenario lower net.ipv4.tcp_mem: only in a "
+		"throwaway\n"
+		"machine such as a qemu guest.  Exit: 0 all library guarantees hold, 1 a clause\n"
+		"failed, 77 nothing could run.\n");
+}
+
+std::vector<std::string> split(const std::string &s)
+{
+	std::vector<std::string> out;
+	std::stringstream in(s);
+	std::string item;
+	while (std::getline(in, item, ','))
+		if (!item.empty())
+			out.push_back(item);
+	return out;
+}
+
+int parse(int argc, char **argv, args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		std::string s = argv[i];
+		auto value = [&](std::string *out) {
+			if (i + 1 >= argc)
+				return false;
+			*out = argv[++i];
+			return true;
+		};
+		std::string v;
+		if (s == "--quick")
+			a->quick = true;
+		else if (s == "--full")
+			a->quick = false;
+		else if (s == "--strict-raw")
+			a->strict_raw = true;
+		else if (s == "--series")
+			a->run.series = true;
+		else if (s == "--list")
+			a->list = true;
+		else if (s == "--allow-global-changes")
+			a->run.prof.allow_global = true;
+		else if (s == "--json" && value(&a->json_path)) {
+		} else if (s == "--markdown" && value(&a->md_path)) {
+		} else if (s == "--clause" && value(&v))
+			a->run.clauses = split(v);
+		else if (s == "--scenario" && value(&v))
+			a->scenarios = split(v);
+		else if (s == "-h" || s == "--help") {
+			usage(stdout);
+			exit(0);
+		} else {
+			fmt::print(stderr, "sockbuf-contract: unknown or incomplete option {}\n",
+				   s);
+			usage(stderr);
+			return -1;
+		}
+	}
+	const char *env = getenv("SOCKBUF_CONTRACT_ALLOW_GLOBAL");
+	if (env && strcmp(env, "1") == 0)
+		a->run.prof.allow_global = true;
+	a->run.prof.quick = a->quick;
+	return 0;
+}
+
+std::string sysctl_or(const char *path)
+{
+	std::string v;
+	return read_sysctl(path, &v) == 0 ? v : "unreadable";
+}
+
+json kernel_json()
+{
+	utsname u = {};
+	uname(&u);
+	json k = {{"release", u.release}, {"version", u.version}, {"machine", u.machine}};
+	return k;
+}
+
+json environment_json(const sockbuf_probe_info &p, const std::string &tcp_mem)
+{
+	json s;
+	s["net.ipv4.tcp_rmem"] = {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]};
+	s["net.ipv4.tcp_wmem"] = {p.tcp_wmem[0], p.tcp_wmem[1], p.tcp_wmem[2]};
+	s["net.core.rmem_max"] = p.rmem_max;
+	s["net.core.wmem_max"] = p.wmem_max;
+	s["net.core.rmem_default"] = p.rmem_default;
+	s["net.core.wmem_default"] = p.wmem_default;
+	s["net.ipv4.tcp_mem"] = tcp_mem;
+	s["net.ipv4.tcp_moderate_rcvbuf"] = sysctl_or("/proc/sys/net/ipv4/tcp_moderate_rcvbuf");
+	s["net.ipv4.tcp_congestion_control"] =
+	    sysctl_or("/proc/sys/net/ipv4/tcp_congestion_control");
+	s["net.ipv4.tcp_adv_win_scale"] = sysctl_or("/proc/sys/net/ipv4/tcp_adv_win_scale");
+	return s;
+}
+
+json features_json(const sockbuf_probe_info &p)
+{
+	json f;
+	for (uint32_t bit : {SOCKBUF_FEAT_BUF_LOCK, SOCKBUF_FEAT_RCVLOWAT_RAISE,
+			     SOCKBUF_FEAT_RESERVE_MEM, SOCKBUF_FEAT_FORCE, SOCKBUF_FEAT_TCP_INFO})
+		f[sockbuf_feature_name(bit)] = {{"usable", (p.features & bit) != 0},
+						{"known", (p.known & bit) != 0}};
+	f["min_sndbuf"] = p.min_sndbuf;
+	f["min_rcvbuf"] = p.min_rcvbuf;
+	f["tcp_sndbuf_untouched"] = p.tcp_sndbuf;
+	f["tcp_rcvbuf_untouched"] = p.tcp_rcvbuf;
+	return f;
+}
+
+std::string progress_line(const json &s, int i, int n)
+{
+	std::string line = fmt::format("[{}/{}] {}: ", i, n, s["name"].get<std::string>());
+	if (s.contains("skip_reason"))
+		return line + "skipped: " + s["skip_reason"].get<std::string>();
+	line += fmt::format("{:.1f} s, {:.1f} MB verified, sampler {:.0f} Hz",
+			    s["seconds"].get<double>(),
+			    double(s["integrity"]["bytes_verified"].get<uint64_t>()) / 1e6,
+			    s["sampler"]["rate_hz"].get<double>());
+	for (const auto &v : s["verdicts"]) {
+		std::string raw = v["raw"]["verdict"], lib = v["library"]["verdict"];
+		line += fmt::format(" {}={}/{}", v["clause"].get<std::string>(), raw, lib);
+	}
+	return line;
+}
+
+bool write_file(const std::string &path, const std::string &text)
+{
+	std::ofstream f(path);
+	f << text;
+	return bool(f);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	args a;
+	if (parse(argc, argv, &a) < 0)
+		return exit_usage;
+	if (a.list) {
+		for (const auto &s : all_scenarios())
+			fmt::print("scenario {:<18} {}\n", s.name, s.summary);
+		for (const auto &c : all_clauses())
+			fmt::print("clause   {:<18} {}\n", c.id, c.title);
+		return 0;
+	}
+	for (const auto &want : a.scenarios)
+		if (std::none_of(all_scenarios().begin(), all_scenarios().end(),
+				 [&](const scenario_spec &s) { return want == s.name; })) {
+			fmt::print(stderr, "sockbuf-contract: no scenario {} (see --list)\n", want);
+			return exit_usage;
+		}
+	for (const auto &want : a.run.clauses)
+		if (std::none_of(all_clauses().begin(), all_clauses().end(),
+				 [&](const clause_info &c) { return want == c.id; })) {
+			fmt::print(stderr, "sockbuf-contract: no clause {} (see --list)\n", want);
+			return exit_usage;
+		}
+
+	int64_t start = now_ns();
+	bool root = geteuid() == 0;
+	json unpriv = json::array();
+	if (a.run.prof.allow_global && root && open_global_knobs() < 0)
+		fmt::print(stderr, "sockbuf-contract: net.ipv4.tcp_mem not writable: {}\n",
+			   strerror(errno));
+	std::string tcp_mem = sysctl_or("/proc/sys/net/ipv4/tcp_mem");
+	if (!root) {
+		int err = enter_user_netns();
+		if (err < 0) {
+			fmt::print("sockbuf-contract: nothing can run: not root and no user "
+				   "namespace ({})\n",
+				   strerror(-err));
+			return exit_skip;
+		}
+		unpriv.push_back("SO_SNDBUFFORCE/SO_RCVBUFFORCE need CAP_NET_ADMIN: the large "
+				 "scenario stays clamped at net.core.*mem_max");
+		unpriv.push_back("global net.ipv4.tcp_mem cannot be changed: no pressure scenario");
+	}
+	sockbuf_probe_info probe = {};
+	sockbuf_probe(&probe, SOCKBUF_PROBE_FRESH);
+	a.run.prof.privileged = (probe.features & SOCKBUF_FEAT_FORCE) != 0;
+
+	json doc;
+	doc["suite"] = "sockbuf-contract";
+	doc["library_version"] = sockbuf_version();
+	doc["profile"] = a.quick ? "quick" : "full";
+	doc["privileged"] = root;
+	doc["allow_global_changes"] = a.run.prof.allow_global;
+	doc["kernel"] = kernel_json();
+	doc["sysctls"] = environment_json(probe, tcp_mem);
+	doc["features"] = features_json(probe);
+	if (!unpriv.empty())
+		doc["unprivileged_skips"] = unpriv;
+	doc["scenarios"] = json::array();
+
+	std::vector<const scenario_spec *> chosen;
+	for (const auto &s : all_scenarios())
+		if (a.scenarios.empty() ||
+		    std::find(a.scenarios.begin(), a.scenarios.end(), s.name) != a.scenarios.end())
+			chosen.push_back(&s);
+	a.run.timeout_s = a.quick ? 30 : 120;
+
+	int ran = 0;
+	bool failed = false;
+	for (size_t i = 0; i < chosen.size(); i++) {
+		json s = run_in_namespace(*chosen[i], a.run);
+		fmt::print(stderr, "{}\n", progress_line(s, int(i + 1), int(chosen.size())));
+		if (!s.contains("skip_reason"))
+			ran++;
+		for (const auto &v : s["verdicts"]) {
+			if (v["library"]["verdict"] == "FAIL")
+				failed = true;
+			if (a.strict_raw && v["raw"]["verdict"] == "FAIL")
+				failed = true;
+		}
+		doc["scenarios"].push_back(std::move(s));
+	}
+	doc["seconds"] = double(now_ns() - start) / 1e9;
+
+	fmt::print("{}", text_report(doc));
+	fmt::print("{:.1f} s\n", doc["seconds"].get<double>());
+	if (!a.json_path.empty() && !write_file(a.json_path, doc.dump(1) + "\n"))
+		fmt::print(stderr, "sockbuf-contract: cannot write {}\n", a.json_path);
+	if (!a.md_path.empty() && !write_file(a.md_path, markdown_report(doc)))
+		fmt::print(stderr, "sockbuf-contract: cannot write {}\n", a.md_path);
+	if (ran == 0) {
+		fmt::print("sockbuf-contract: no scenario could run (see the reasons above)\n");
+		return exit_skip;
+	}
+	return failed ? exit_fail : 0;
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// The suite must be able to fail.  Each test runs a real scenario with
+// something deliberately wrong (a buffer lowered from a second thread while
+// traffic flows, or a violation injected into the sampler's input) and
+// checks that the matching clause FAILs with a report that names the
+// clause, scenario, socket, time, value and floor.  Controls show the same
+// runs pass where nothing was done wrong.
+#include "clauses.h"
+#include "clock.h"
+#include "flow_traffic.h"
+#include "netns.h"
+#include "scenario.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace sockbuf::contract
+{
+namespace
+{
+
+constexpr const char *name = "selftest";
+constexpr int64_t inject_at_ms = 200;
+
+// About a second of traffic: a reader paced at 64 KiB per millisecond
+// (@paced), or a bulk flow at full speed that makes buffers grow.
+scenario_spec spec(bool paced)
+{
+	return {name, "one flow per arm", [paced](const profile &, scenario_plan *plan) {
+			plan->arms = arms_times(1);
+			plan->sizes = default_sizes();
+			plan->seconds = 3;
+			plan->needs_growth = true;
+			read_policy rp;
+			if (paced) {
+				rp.chunk = 64 << 10;
+				rp.gap_us = 1000;
+			}
+			plan->traffic =
+			    flow_traffic(paced ? (24ull << 20) : (256ull << 20), {}, rp, 2);
+			return std::string();
+		}};
+}
+
+scenario_result run(const run_hooks &hooks, bool paced = true)
+{
+	profile prof;
+	scenario_result r;
+	run_scenario(spec(paced), prof, hooks, &r);
+	return r;
+}
+
+// Lowers both buffers of every socket of @a to a small locked size from
+// the hook's own thread, once the traffic has run inject_at_ms.
+run_hooks shrink(arm a)
+{
+	run_hooks h;
+	h.during = [a](connection_set &set, int64_t t0) {
+		sleep_until_ns(t0 + inject_at_ms * 1'000'000);
+		// Half the floor, locked (stored doubled: 65536), small enough to
+		// break the floor and large enough to keep the bytes flowing.
+		int small = 32768;
+		for (const auto &s : set.sockets)
+			if (s.a == a && s.r != role::listener) {
+				setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+				setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+			}
+	};
+	return h;
+}
+
+void expect_violation(const half_verdict &h, const char *clause, const char *arm_part,
+		      int64_t floor)
+{
+	ASSERT_EQ(h.o, outcome::fail) << h.why;
+	ASSERT_FALSE(h.violations.empty());
+	const violation &v = h.violations.front();
+	EXPECT_EQ(v.clause, clause);
+	EXPECT_EQ(v.scenario, name);
+	EXPECT_NE(v.socket.find(arm_part), std::string::npos) << v.socket;
+	EXPECT_EQ(v.floor, floor);
+	EXPECT_LT(v.value, floor);
+	EXPECT_GE(v.t_ms, double(inject_at_ms)) << "the violation cannot precede the injection";
+	EXPECT_LT(v.t_ms, double(inject_at_ms) + 1000);
+	EXPECT_NE(h.why.find(v.socket), std::string::npos) << h.why;
+}
+
+TEST(SuiteFails, LoweredUnlockedBufferFailsC3Raw)
+{
+	scenario_result r = run(shrink(arm::raw_unlock));
+	ASSERT_TRUE(r.data.ok()) << (r.data.errors.empty() ? "" : r.data.errors[0]);
+	verdict v = judge_c3(r);
+	expect_violation(v.raw, "C3", "/raw_unlock/", 131072);
+	EXPECT_EQ(v.raw.violations.front().value, 65536)
+	    << "the lowered size, as the kernel stores it";
+	// Nothing touched the library arm: its verdict stays a pass.
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+}
+
+TEST(SuiteFails, LoweredLockedBufferFailsC6Library)
+{
+	scenario_result r = run(shrink(arm::lib_locked));
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c6(r);
+	expect_violation(v.lib, "C6", "/lib_locked/", 131072);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+}
+
+TEST(SuiteFails, LoweredLibraryBufferIsRestoredByTheGuard)
+{
+	// Control: the library arm is lowered too, but sockbuf_check_floor
+	// sees it and sockbuf_restore_floor repairs it within the bound.
+	scenario_result r = run(shrink(arm::lib_initial));
+	ASSERT_TRUE(r.data.ok());
+	EXPECT_GE(r.guard.violations, 1u);
+	EXPECT_GE(r.guard.restores, 1u);
+	EXPECT_EQ(r.guard.restore_errors, 0u);
+	verdict v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	EXPECT_NE(v.lib.why.find("restores"), std::string::npos) << v.lib.why;
+}
+
+TEST(SuiteFails, InjectedSamplerViolationFailsC3Library)
+{
+	// The sampler's input says the library client's send buffer read 1000
+	// bytes for 300 ms: too long for any repair, so C3 (library) fails.
+	run_hooks h;
+	h.filter = [](int64_t t_us, const socket_record &s, source src, int64_t *snd, int64_t *) {
+		if (s.a == arm::lib_initial && s.r == role::client && src == source::getsockopt &&
+		    t_us >= inject_at_ms * 1000 && t_us < (inject_at_ms + 300) * 1000)
+			*snd = 1000;
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c3(r);
+	expect_violation(v.lib, "C3", "/lib_initial/", 131072);
+	EXPECT_EQ(v.lib.violations.front().value, 1000);
+	EXPECT_NE(v.lib.violations.front().what.find("SO_SNDBUF (getsockopt)"), std::string::npos);
+	EXPECT_LT(v.lib.violations.front().t_ms, double(inject_at_ms) + 20);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+}
+
+TEST(SuiteFails, OneInjectedSampleFailsC3Raw)
+{
+	// Raw has no repair: a single sample under the floor is a failure.
+	run_hooks h;
+	bool done = false;
+	h.filter = [&done](int64_t t_us, const socket_record &s, source src, int64_t *,
+			   int64_t *rcv) {
+		if (!done && s.a == arm::raw_unlock && s.r == role::server &&
+		    src == source::inet_diag && t_us >= inject_at_ms * 1000) {
+			*rcv = 65536;
+			done = true;
+		}
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(done);
+	verdict v = judge_c3(r);
+	expect_violation(v.raw, "C3", "/raw_unlock/", 131072);
+	EXPECT_EQ(v.raw.violations.size(), 1u);
+	EXPECT_EQ(v.raw.violations.front().value, 65536);
+	EXPECT_NE(v.raw.violations.front().what.find("inet_diag"), std::string::npos);
+}
+
+TEST(SuiteFails, C2FailsForLockedSockets)
+{
+	scenario_result r = run({}, false);
+	ASSERT_TRUE(r.data.ok());
+	for (arm a : {arm::raw_locked, arm::lib_locked}) {
+		half_verdict h = judge_growth(r, a);
+		ASSERT_EQ(h.o, outcome::fail) << arm_name(a) << ": " << h.why;
+		EXPECT_EQ(h.violations.front().clause, "C2");
+		EXPECT_NE(h.violations.front().what.find("never above initial"), std::string::npos);
+		EXPECT_EQ(h.violations.front().value, 131072) << "a locked buffer stays put";
+	}
+	// Control: the same run's unlocked arms grew.
+	EXPECT_EQ(judge_growth(r, arm::raw_unlock).o, outcome::pass);
+	EXPECT_EQ(judge_growth(r, arm::lib_initial).o, outcome::pass);
+	verdict v = judge_c2(r);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+}
+
+} // namespace
+} // namespace sockbuf::contract
+
+// Every test shares one fresh network namespace (unprivileged: inside a
+// new user namespace), entered before gtest starts any thread.
+int main(int argc, char **argv)
+{
+	testing::InitGoogleTest(&argc, argv);
+	using namespace sockbuf::contract;
+	if (geteuid() != 0 && enter_user_netns() < 0) {
+		fprintf(stderr, "skip: not root and no user namespace\n");
+		return 77;
+	}
+	std::string what;
+	if (int err = enter_fresh_netns(&what); err < 0) {
+		fprintf(stderr, "skip: no network namespace (%s: %s)\n", what.c_str(),
+			strerror(-err));
+		return 77;
+	}
+	return RUN_ALL_TESTS();
+}

@@ -289,6 +289,16 @@ def render(results, summary):
                                       kb(sd["start"]["sndbuf"]), kb(sd["peak"]["sndbuf"]),
                                       kb(sd["min"]["sndbuf"]),
                                       code_link(r.get("release"), MODERATE)))
+    for r in results:
+        c = contract_rows(r)
+        if not c:
+            continue
+        for cl, sides in _verdicts(c).items():
+            if cl != "C3":
+                continue
+            for name, why in sides.get("raw", {}).get("fail", []):
+                fallen.append("- %s (%s), sockbuf-contract scenario `%s`, C3 raw: %s; %s." % (
+                    r["name"], r.get("release"), name, why, code_link(r.get("release"), MODERATE)))
     L.extend(fallen or ["- none observed"])
     L.append("")
     con = [(r["name"], r, contract_rows(r)) for r in results if contract_rows(r)]

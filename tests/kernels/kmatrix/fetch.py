@@ -6,6 +6,7 @@ archive URIs are taken from the system's configuration (the entry that
 serves the Debian release, and the one that serves its security suite).
 """
 import glob
+import hashlib
 import os
 import re
 import subprocess
@@ -66,33 +67,38 @@ def archive_uris():
 
 class Apt:
     def __init__(self, cache_dir, suites, log):
-        self.root = os.path.join(cache_dir, "apt")
         self.debs = os.path.join(cache_dir, "debs")
         self.log = log
         self._all_names = None
-        for d in ("lists/partial", "cache/archives/partial", "etc", "../debs"):
-            os.makedirs(os.path.join(self.root, d), exist_ok=True)
         main, security = archive_uris()
         lines = []
         for suite in sorted(set(suites)):
             uri = security if suite.endswith("-security") else main
             if uri:
                 lines.append("deb [signed-by=%s] %s %s main" % (KEYRING, uri, suite))
+        text = "\n".join(lines) + "\n"
+        # One apt state per source list: runs with other matrix files never
+        # replace each other's lists, even side by side.
+        key = hashlib.sha256(text.encode()).hexdigest()[:12]
+        self.root = os.path.join(cache_dir, "apt", key)
+        for d in ("lists/partial", "cache/archives/partial", "etc"):
+            os.makedirs(os.path.join(self.root, d), exist_ok=True)
+        os.makedirs(self.debs, exist_ok=True)
         self.sourcelist = os.path.join(self.root, "etc", "sources.list")
-        new = "\n".join(lines) + "\n"
-        old = open(self.sourcelist).read() if os.path.exists(self.sourcelist) else ""
-        if new != old:
+        if not os.path.exists(self.sourcelist):
             with open(self.sourcelist, "w") as f:
-                f.write(new)
-            self._stamp(remove=True)
+                f.write(text)
         self.opts = [
             "-o", "Dir::Etc::sourcelist=" + self.sourcelist,
             "-o", "Dir::Etc::sourceparts=-",
             "-o", "Dir::State::Lists=" + os.path.join(self.root, "lists"),
             "-o", "Dir::Cache=" + os.path.join(self.root, "cache"),
+            # Named explicitly, apt keeps its parsed cache between calls
+            # (otherwise every apt-cache call parses all lists again).
+            "-o", "Dir::Cache::pkgcache=" + os.path.join(self.root, "cache", "pkgcache.bin"),
+            "-o", "Dir::Cache::srcpkgcache=" + os.path.join(self.root, "cache", "srcpkgcache.bin"),
             "-o", "Dir::State::status=/dev/null",
             "-o", "APT::Sandbox::User=root",
-            "-o", "Debug::NoLocking=1",
         ]
 
     def _stamp(self, remove=False):

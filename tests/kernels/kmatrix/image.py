@@ -4,7 +4,8 @@ import os
 import shutil
 import subprocess
 
-GUEST_MODULES = ["veth", "sch_netem"]
+# sch_tbf: the contract suite's shaped scenario.
+GUEST_MODULES = ["veth", "sch_netem", "sch_tbf"]
 # Dynamically linked programs are copied with the libraries ldd lists.
 IPROUTE = ["ip", "tc"]
 

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Self-tests of the kernel-matrix runner's pieces that need no qemu:
+marker parsing, the matrix file, package choice, and the renderer."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from kmatrix import console, matrix  # noqa: E402
+import render  # noqa: E402
+
+
+class ConsoleTest(unittest.TestCase):
+    def test_sections_steps_and_noise(self):
+        steps = []
+        c = console.Collector(on_step=steps.append)
+        for line in ["SeaBIOS noise\r\n", "@@SBK STEP probe@@\r\n", "@@SBK-BEGIN probe@@\r\n",
+                     '{"a":\r\n', ' 1}\r\n', "@@SBK-END probe rc=0@@\r\n",
+                     "@@SBK-BEGIN bad@@", "{not json", "@@SBK-END bad rc=1@@", "@@SBK DONE@@"]:
+            c.feed(line)
+        self.assertEqual(steps, ["probe"])
+        self.assertEqual(c.sections["probe"], {"a": 1})
+        self.assertEqual(c.rc, {"probe": 0, "bad": 1})
+        self.assertIn("unparsed", c.sections["bad"])
+        self.assertTrue(c.done)
+
+    def test_unfinished_section_is_not_reported(self):
+        c = console.Collector()
+        c.feed("@@SBK-BEGIN x@@")
+        c.feed("{}")
+        self.assertEqual(c.sections, {})
+        self.assertFalse(c.done)
+
+
+class MatrixTest(unittest.TestCase):
+    def test_repository_matrix_has_quick_and_full(self):
+        entries = matrix.load(os.path.join(HERE, "matrix.txt"))
+        quick = [e.name for e in entries if "quick" in e.sets]
+        full = [e.name for e in entries if "full" in e.sets]
+        self.assertGreaterEqual(len(quick), 2)
+        self.assertGreaterEqual(len([n for n in full if n != "host"]), 4)
+        self.assertTrue(any(e.is_host for e in entries))
+
+    def test_bad_line_is_an_error(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("5.10 bullseye\n")
+        try:
+            with self.assertRaises(ValueError):
+                matrix.load(f.name)
+        finally:
+            os.unlink(f.name)
+
+
+def _track(start_snd, min_snd, peak_snd, floor_snd, rcv_start=131072, rcv_max=131072, ws=7,
+           lock=0):
+    return {"setup_err": 0, "strategy": {"snd": "unlock", "rcv": "unlock"}, "report_flags": 0,
+            "floor": {"snd": floor_snd, "rcv": 131072},
+            "start": {"sndbuf": start_snd, "rcvbuf": rcv_start, "lock": lock, "snd_wscale": ws,
+                      "rcv_wscale": ws, "tcp_state": 1},
+            "end": {"sndbuf": min_snd, "rcvbuf": rcv_max, "lock": lock},
+            "min": {"sndbuf": min_snd, "rcvbuf": rcv_start},
+            "max": {"sndbuf": peak_snd, "rcvbuf": rcv_max}, "samples": 10,
+            "below_floor_samples": {"snd": 0, "rcv": 0}, "restores": 0, "restore_err": 0,
+            "min_sndbuf_after_restore": 0, "peak": {"sndbuf": peak_snd, "rcvbuf": rcv_max},
+            "max_fall": {"sndbuf": peak_snd - min_snd, "rcvbuf": 0},
+            "low_after_peak": {"sndbuf": min_snd, "rcvbuf": 0}, "drops": {"sndbuf": 1, "rcvbuf": 0},
+            "series_ms_snd_rcv": []}
+
+
+class RenderTest(unittest.TestCase):
+    def result(self):
+        run = lambda sc, snd, rcv: {"scenario": sc, "rtt_ms": 50, "bytes": 1, "seconds": 1,
+                                    "mbytes_per_s": 1.0, "sender": snd, "receiver": rcv}
+        grow = _track(131072, 131072, 4194304, 131072, rcv_max=6291456)
+        return {"name": "9.9", "release": "9.9.0-1-amd64", "where": "qemu-tcg", "status": "ok",
+                "packages": [{"name": "linux-image-9.9.0-1-amd64", "version": "9.9-1",
+                              "suite": "sid"}],
+                "sections": {
+                    "facts": {"cgroup2_controllers": "memory", "netem": "yes"},
+                    "probe": {"features": {"buf_lock": {"usable": True, "known": True}}},
+                    "check-rtt50": {"runs": [run("untouched", grow, grow), run("initial", grow, grow),
+                                             run("locked", _track(131072, 131072, 131072, 0, ws=1, lock=3),
+                                                 _track(131072, 131072, 131072, 0, ws=1, lock=3))]},
+                    "pressure-tcp_mem": {"runs": [run("tcp_mem", _track(131072, 4608, 4194304, 131072),
+                                                      grow)]}},
+                "section_rc": {}}
+
+    def test_shrink_below_start_is_named_with_code_link(self):
+        text = render.render([self.result()], None)
+        self.assertIn("**FAILS raw** tcp_mem", text)
+        self.assertIn("sk_stream_moderate_sndbuf", text)
+        self.assertIn("v9.9/A/ident/sk_stream_moderate_sndbuf", text)
+        self.assertIn("lowest 4.5K", text)
+        self.assertNotIn("none observed", text)
+
+    def test_held_floor_is_not_a_failure(self):
+        r = self.result()
+        r["sections"]["pressure-tcp_mem"]["runs"][0]["sender"] = _track(131072, 131072, 4194304,
+                                                                        131072)
+        text = render.render([r], None)
+        self.assertNotIn("FAILS raw", text)
+        self.assertIn("- none observed", text)
+
+    def test_window_scale_difference_fails_c5(self):
+        r = self.result()
+        runs = r["sections"]["check-rtt50"]["runs"]
+        runs[1]["receiver"] = _track(131072, 131072, 131072, 131072, ws=1)
+        self.assertIn("FAILS: set_initial 1", render.render([r], None))
+
+    def test_skipped_kernel_row(self):
+        text = render.render([{"name": "5.10", "status": "skip", "reason": "no package"}], None)
+        self.assertIn("skip: no package", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

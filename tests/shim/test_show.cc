@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+// `sockbuf show` against sockets this test opened with known sizes and
+// locks, and the diagnosis wording against synthetic sockets.
+#include "show_diagnose.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <cstdio>
+#include <map>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace sockbuf::cli::show;
+
+namespace
+{
+
+std::string run(const std::string &cmd)
+{
+	std::string out;
+	FILE *p = popen(cmd.c_str(), "r");
+	if (!p)
+		return out;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		out.append(buf, n);
+	pclose(p);
+	return out;
+}
+
+int get_int(int fd, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, name, &v, &len);
+	return v;
+}
+
+int set_int(int fd, int name, int v)
+{
+	return setsockopt(fd, SOL_SOCKET, name, &v, sizeof(v));
+}
+
+struct sockets {
+	int listener = -1, client = -1, accepted = -1, unlocked = -1;
+	~sockets()
+	{
+		for (int fd : {listener, client, accepted, unlocked})
+			if (fd >= 0)
+				close(fd);
+	}
+};
+
+// A listener locked at 128 KB (receive), a client left alone, the
+// accepted socket that inherits the lock, and a socket set with
+// set_initial (256 KB, unlocked).
+void open_sockets(sockets *s)
+{
+	s->listener = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_EQ(set_int(s->listener, SO_RCVBUF, 131072), 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(bind(s->listener, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	ASSERT_EQ(listen(s->listener, 4), 0);
+	socklen_t len = sizeof(a);
+	getsockname(s->listener, reinterpret_cast<sockaddr *>(&a), &len);
+	s->client = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_EQ(connect(s->client, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	s->accepted = accept(s->listener, nullptr, nullptr);
+	ASSERT_GE(s->accepted, 0);
+	s->unlocked = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s->unlocked, 0, 262144, 0, nullptr), 0);
+	ASSERT_EQ(get_int(s->unlocked, SO_BUF_LOCK), 0);
+}
+
+} // namespace
+
+TEST(Show, JsonMatchesTheKernelsViewOfOurSockets)
+{
+	sockets s;
+	ASSERT_NO_FATAL_FAILURE(open_sockets(&s));
+	std::string out = run(std::string(SOCKBUF_TOOL " show --json ") + std::to_string(getpid()));
+	auto j = nlohmann::json::parse(out, nullptr, false);
+	ASSERT_FALSE(j.is_discarded()) << out;
+	std::map<int, nlohmann::json> by_fd;
+	for (const auto &e : j["sockets"])
+		by_fd[e["fd"].get<int>()] = e;
+	// The unbound, unconnected socket is in CLOSE: inet_diag does not list it.
+	for (int fd : {s.listener, s.client, s.accepted}) {
+		ASSERT_TRUE(by_fd.count(fd)) << "fd " << fd << " missing: " << out;
+		const auto &e = by_fd[fd];
+		EXPECT_EQ(e["sndbuf"].get<int>(), get_int(fd, SO_SNDBUF)) << fd;
+		EXPECT_EQ(e["rcvbuf"].get<int>(), get_int(fd, SO_RCVBUF)) << fd;
+		EXPECT_EQ(e["lock_bits"].get<int>(), get_int(fd, SO_BUF_LOCK)) << fd;
+	}
+	const auto &l = by_fd[s.listener];
+	EXPECT_EQ(l["state"], "LISTEN");
+	EXPECT_EQ(l["rcvbuf"].get<int>(), 262144);
+	EXPECT_EQ(l["lock"]["rcv"], true);
+	EXPECT_EQ(l["lock"]["snd"], false);
+	EXPECT_EQ(l["problem"], true);
+
+	const auto &acc = by_fd[s.accepted];
+	EXPECT_EQ(acc["state"], "ESTABLISHED");
+	EXPECT_EQ(acc["lock"]["rcv"], true) << "inherited from the listener";
+	EXPECT_EQ(acc["problem"], true);
+	std::string first = acc["diagnosis"][0];
+	EXPECT_EQ(first.rfind("receive buffer locked at 256 KB: ", 0), 0u) << first;
+	EXPECT_NE(first.find("50 ms RTT"), std::string::npos) << first;
+	EXPECT_NE(first.find("near 5 MB/s"), std::string::npos) << first;
+	EXPECT_NE(first.find("unlocked it could reach tcp_rmem[2] = "), std::string::npos) << first;
+	EXPECT_NE(acc["diagnosis"].dump().find("window scale"), std::string::npos)
+	    << "a locked 256 KB listener gives a small window scale: " << acc["diagnosis"].dump();
+
+	const auto &c = by_fd[s.client];
+	EXPECT_EQ(c["lock_bits"].get<int>(), 0);
+	EXPECT_EQ(c["problem"], false);
+	EXPECT_EQ(c["diagnosis"][0].get<std::string>().rfind("unlocked: autotuning on", 0), 0u);
+}
+
+TEST(Show, TextNamesTheLockedSocket)
+{
+	sockets s;
+	ASSERT_NO_FATAL_FAILURE(open_sockets(&s));
+	std::string out = run(std::string(SOCKBUF_TOOL " show ") + std::to_string(getpid()));
+	EXPECT_NE(out.find("fd " + std::to_string(s.accepted) + "  ESTABLISHED"), std::string::npos)
+	    << out;
+	EXPECT_NE(out.find("lock rcv"), std::string::npos) << out;
+	EXPECT_NE(out.find("- receive buffer locked at 256 KB"), std::string::npos) << out;
+}
+
+TEST(Show, AllListsOurSocketsToo)
+{
+	sockets s;
+	ASSERT_NO_FATAL_FAILURE(open_sockets(&s));
+	auto j = nlohmann::json::parse(run(SOCKBUF_TOOL " show --all --json"), nullptr, false);
+	ASSERT_FALSE(j.is_discarded());
+	int ours = 0;
+	for (const auto &e : j["sockets"])
+		if (e["pid"].get<int>() == getpid())
+			ours++;
+	EXPECT_GE(ours, 3);
+}
+
+TEST(Show, BadArgumentsAndMissingProcess)
+{
+	EXPECT_NE(run(SOCKBUF_TOOL " show 2>&1").find("usage: sockbuf show"), std::string::npos);
+	EXPECT_NE(run(SOCKBUF_TOOL " show 1x 2>&1").find("usage"), std::string::npos);
+	EXPECT_NE(run(SOCKBUF_TOOL " show 4194000 2>&1").find("/proc/4194000/fd"),
+		  std::string::npos);
+}
+
+// The diagnosis wording on synthetic sockets.
+
+namespace
+{
+shown_socket established(int rcvbuf, int sndbuf, int lock, uint32_t rtt_us, int rcv_wscale)
+{
+	shown_socket s;
+	s.info.state = TCP_ESTABLISHED;
+	s.info.rcvbuf = rcvbuf;
+	s.info.sndbuf = sndbuf;
+	s.info.has_tcp_info = true;
+	s.info.rtt_us = rtt_us;
+	s.info.rcv_wscale = rcv_wscale;
+	s.info.snd_wscale = 7;
+	s.lock = lock;
+	return s;
+}
+
+net_limits limits()
+{
+	net_limits l;
+	l.tcp_rmem[2] = 32 << 20;
+	l.tcp_wmem[2] = 4 << 20;
+	l.rmem_max = l.wmem_max = 4 << 20;
+	return l;
+}
+} // namespace
+
+TEST(ShowDiagnose, LockedReceiveAt50ms)
+{
+	auto d = diagnose(established(262144, 87380, SOCKBUF_RCV, 50000, 10), limits());
+	ASSERT_FALSE(d.lines.empty());
+	EXPECT_TRUE(d.problem);
+	EXPECT_EQ(d.lines[0],
+		  "receive buffer locked at 256 KB: at the measured 50 ms RTT this caps "
+		  "the connection near 5 MB/s; unlocked it could reach tcp_rmem[2] = "
+		  "32 MB");
+}
+
+TEST(ShowDiagnose, LockedSendAndSmallWindowScale)
+{
+	auto d = diagnose(established(131072, 131072, SOCKBUF_BOTH, 10000, 1), limits());
+	EXPECT_TRUE(d.problem);
+	ASSERT_GE(d.lines.size(), 3u);
+	EXPECT_EQ(d.lines[1].rfind("send buffer locked at 128 KB", 0), 0u) << d.lines[1];
+	EXPECT_NE(d.lines[1].find("tcp_wmem[2] = 4 MB"), std::string::npos) << d.lines[1];
+	EXPECT_EQ(d.lines[2].rfind("window scale 1 (fixed at the handshake) limits the receive "
+				   "window to 128 KB",
+				   0),
+		  0u)
+	    << d.lines[2];
+}
+
+TEST(ShowDiagnose, UnlockedAndUnknown)
+{
+	auto ok = diagnose(established(6 << 20, 4 << 20, 0, 50000, 10), limits());
+	EXPECT_FALSE(ok.problem);
+	ASSERT_EQ(ok.lines.size(), 1u);
+	EXPECT_EQ(ok.lines[0], "unlocked: autotuning on (receive 6 MB of at most 32 MB, send 4 MB "
+			       "of at most 4 MB)");
+	auto s = established(262144, 87380, -1, 50000, 10);
+	s.lock_note = "pidfd_getfd: Operation not permitted";
+	auto unknown = diagnose(s, limits());
+	EXPECT_FALSE(unknown.problem);
+	ASSERT_EQ(unknown.lines.size(), 1u);
+	EXPECT_EQ(unknown.lines[0], "lock bits unknown (pidfd_getfd: Operation not permitted): "
+				    "cannot tell whether autotuning is on");
+}
+
+TEST(ShowDiagnose, ListenerLockedSpeaksOfAcceptedConnections)
+{
+	shown_socket s;
+	s.info.state = TCP_LISTEN;
+	s.info.rcvbuf = 262144;
+	s.info.sndbuf = 16384;
+	s.lock = SOCKBUF_RCV;
+	auto d = diagnose(s, limits());
+	ASSERT_FALSE(d.lines.empty());
+	EXPECT_EQ(d.lines[0],
+		  "receive buffer locked at 256 KB: at 50 ms RTT this caps every "
+		  "accepted connection near 5 MB/s; unlocked it could reach tcp_rmem[2] "
+		  "= 32 MB");
+}
+
+TEST(ShowDiagnose, Units)
+{
+	EXPECT_EQ(human_size(1000), "1000 bytes");
+	EXPECT_EQ(human_size(4608), "4.5 KB");
+	EXPECT_EQ(human_size(262144), "256 KB");
+	EXPECT_EQ(human_size(3939840), "3.8 MB");
+	EXPECT_EQ(human_rate(262144 / 0.05), "5 MB/s");
+}

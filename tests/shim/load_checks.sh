@@ -1,6 +1,6 @@
 #!/bin/sh
 # Load-time behaviour of libsockbuf-shim.so, seen from outside:
-#  - only the interposed symbols are exported;
+#  - only the interposed symbols are exported, no C++ static constructors;
 #  - a bad configuration gives one warning line and plain libc behaviour;
 #  - the configuration file, then SOCKBUF_SHIM on top;
 #  - secure execution (a setgid copy of a program linked with the shim)
@@ -15,6 +15,14 @@ ok() { echo "ok: $*"; }
 exports=$(nm -D --defined-only "$shim" | awk '{print $3}' | sort | tr '\n' ' ')
 want="accept accept4 connect getsockopt listen setsockopt "
 [ "$exports" = "$want" ] && ok "exports: $exports" || fail "exports '$exports', want '$want'"
+
+# No C++ dynamic initialisers: the only load-time code is the shim's own
+# constructor (configuration, probe).
+if nm "$shim" | grep -q "_GLOBAL__sub_I"; then
+	fail "static constructors in the shim: $(nm -C "$shim" | grep _GLOBAL__sub_I)"
+else
+	ok "no C++ static constructors"
+fi
 
 # expect_child NAME WANT_STDOUT_SUBSTRING WANT_STDERR_LINES [env...]
 expect_child() {

@@ -156,6 +156,41 @@ TEST(Diag, ByteCountersAndQueuesFollowTraffic)
 	EXPECT_EQ(v.size(), 2u);
 }
 
+TEST(Diag, QueryAsksAgainAboutSocketsADumpFound)
+{
+	pair p;
+	ASSERT_NO_FATAL_FAILURE(p.open());
+	sockbuf::diag::session s;
+	std::vector<socket_info> found;
+	sockbuf::diag::filter f;
+	f.any_port = p.port;
+	f.states = 1u << TCP_ESTABLISHED;
+	int ret = s.dump(&found, f);
+	if (ret == -EPROTONOSUPPORT || ret == -ENOENT)
+		GTEST_SKIP() << "inet_diag not available: " << strerror(-ret);
+	ASSERT_EQ(ret, 0);
+	ASSERT_EQ(found.size(), 2u);
+
+	// Change a size after the dump: the query must see the new value.
+	int want = 50000;
+	ASSERT_EQ(setsockopt(p.client.fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)), 0);
+	std::vector<socket_info> again;
+	ASSERT_EQ(s.query(found, f, [&](const socket_info &si) { again.push_back(si); }), 0);
+	ASSERT_EQ(again.size(), 2u);
+	const socket_info *cli = find_inode(again, p.client.fd);
+	ASSERT_TRUE(cli);
+	EXPECT_EQ(cli->sndbuf, 100000);
+	expect_matches_kernel(*cli, p.client.fd);
+
+	// A closed socket is skipped, not an error.
+	p.server.fd = (close(p.server.fd), -1);
+	p.client.fd = (close(p.client.fd), -1);
+	again.clear();
+	ASSERT_EQ(s.query(found, f, [&](const socket_info &si) { again.push_back(si); }), 0);
+	for (const auto &si : again)
+		EXPECT_NE(si.state, TCP_ESTABLISHED) << "only closing states may remain";
+}
+
 TEST(Diag, OwnersMapInodesToThisProcess)
 {
 	pair p;

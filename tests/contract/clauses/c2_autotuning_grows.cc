@@ -46,7 +46,7 @@ verdict judge_c2(const scenario_result &r)
 {
 	verdict v = make_verdict("C2", r);
 	if (!r.needs_growth) {
-		v.raw.why = v.lib.why = "traffic here does not need more than the initial size";
+		v.raw.why = v.lib.why = r.no_growth_reason;
 		return v;
 	}
 	v.raw = judge_growth(r, arm::raw_unlock);

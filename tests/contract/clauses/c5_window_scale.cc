@@ -38,8 +38,11 @@ baseline untouched(const scenario_result &r)
 int judge_arms(const scenario_result &r, arm same, arm differ, const baseline &b, half_verdict *h,
 	       std::string *why)
 {
+	int same_ws = -1;
 	int n = for_arm(r, same, [&](const socket_record &s) {
 		int want = s.r == role::server ? b.server : b.client;
+		if (s.r == role::server)
+			same_ws = s.rcv_wscale;
 		if (s.rcv_wscale != want)
 			add_violation(h, "C5", r, s, "window scale announced (untouched announces)",
 				      0, s.rcv_wscale, want);
@@ -55,8 +58,8 @@ int judge_arms(const scenario_result &r, arm same, arm differ, const baseline &b
 				      "locked small buffer announced the untouched scale", 0,
 				      s.rcv_wscale, b.server);
 	});
-	*why = fmt::format("untouched {}, {} {}, {} (locked) {}{}", b.server, arm_name(same),
-			   b.server, arm_name(differ), locked_ws,
+	*why = fmt::format("server announced: untouched {}, {} {}, {} (locked) {}{}", b.server,
+			   arm_name(same), same_ws, arm_name(differ), locked_ws,
 			   small ? "" : " (locked size not small: difference not required)");
 	return n;
 }

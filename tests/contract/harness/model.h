@@ -143,6 +143,7 @@ struct scenario_result {
 	// Sizes of this scenario's arms (kernel unit).
 	int initial_snd = 0, initial_rcv = 0;
 	bool needs_growth = false; // bandwidth-delay product exceeds initial
+	std::string no_growth_reason;
 	int tcp_rmem2 = -1, tcp_wmem2 = -1;
 };
 

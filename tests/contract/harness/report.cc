@@ -275,6 +275,20 @@ std::string markdown_report(const json &doc)
 		}
 		out += "\n";
 	}
+	out += "\n## Kernel and settings\n\n";
+	out += fmt::format("- kernel: {} {}\n", doc["kernel"]["release"].get<std::string>(),
+			   doc["kernel"]["version"].get<std::string>());
+	for (const auto &[k, v] : doc["sysctls"].items())
+		out +=
+		    fmt::format("- `{}`: {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+	std::string feats;
+	for (const auto &[k, v] : doc["features"].items())
+		if (v.is_object())
+			feats += fmt::format("{}{} ({})", feats.empty() ? "" : ", ", k,
+					     v["usable"].get<bool>()  ? "usable"
+					     : v["known"].get<bool>() ? "known, not usable"
+								      : "no");
+	out += fmt::format("- features probed: {}\n", feats);
 	out += "\n## Verdicts with evidence\n\n";
 	for (const auto &s : doc["scenarios"]) {
 		out += fmt::format("### {}\n\n", s["name"].get<std::string>());

@@ -42,6 +42,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	out->initial_snd = plan.sizes.snd;
 	out->initial_rcv = plan.sizes.rcv;
 	out->needs_growth = plan.needs_growth;
+	out->no_growth_reason = plan.no_growth_reason;
 	out->notes = plan.notes;
 
 	connection_set set;

@@ -39,6 +39,8 @@ struct scenario_plan {
 	arm_sizes sizes;
 	double seconds = 5;
 	bool needs_growth = false;
+	// Why C2 is not judged when needs_growth is false.
+	std::string no_growth_reason = "traffic here does not need more than the initial size";
 	traffic_fn traffic;
 	// Optional: set up inside the namespace before connections (tc, sysctl).
 	// Returns "" or a skip reason.

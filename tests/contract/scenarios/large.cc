@@ -27,6 +27,8 @@ scenario_spec scenario_large()
 				return std::string("sysctls unreadable");
 			plan->arms = arms_times(1);
 			plan->sizes = {int(size), int(size), p.privileged};
+			plan->no_growth_reason =
+			    "initial size already at or above the autotuning cap";
 			plan->seconds = p.quick ? 3 : 20;
 			plan->traffic =
 			    flow_traffic(p.quick ? (96ull << 20) : (2ull << 30), {}, {}, 2);

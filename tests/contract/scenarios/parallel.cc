@@ -22,6 +22,8 @@ scenario_spec scenario_parallel()
 		    // Hundreds of flows share two threads: a flow's rate is set by
 		    // its share of the CPU, not its window; C2 is not judged.
 		    plan->needs_growth = false;
+		    plan->no_growth_reason =
+			"each flow's share of the CPU, not its window, sets its rate";
 		    plan->seconds = p.quick ? 6 : 40;
 		    read_policy rp;
 		    rp.chunk = 64 << 10;

@@ -8,6 +8,8 @@
 #include "flow_traffic.h"
 #include "global.h"
 
+#include <sockbuf/sockbuf.h>
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -25,8 +27,13 @@ scenario_spec scenario_pressure()
 			if (tcp_mem_fd() < 0)
 				return std::string("net.ipv4.tcp_mem not writable here");
 			plan->arms = arms_times(2);
-			// 1 MiB floors: moderation to wmem_queued / 2 can go below.
-			plan->sizes = {1 << 20, 1 << 20, false};
+			// 1 MiB floors where *mem_max lets SO_*BUF store that much (else
+			// the largest it lets through): moderation to wmem_queued / 2
+			// can go below.
+			sockbuf_probe_info info = {};
+			sockbuf_probe(&info, 0);
+			int size = std::min({1 << 20, 2 * info.rmem_max, 2 * info.wmem_max});
+			plan->sizes = {size, size, false};
 			plan->seconds = p.quick ? 3 : 10;
 			read_policy rp;
 			rp.stop_every = 8 << 20;

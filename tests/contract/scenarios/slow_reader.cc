@@ -12,6 +12,7 @@ scenario_spec scenario_slow_reader()
 		[](const profile &p, scenario_plan *plan) {
 			plan->arms = arms_times(1);
 			plan->sizes = default_sizes();
+			plan->no_growth_reason = "the reader, not the window, sets the rate";
 			plan->seconds = p.quick ? 2 : 20;
 			read_policy rp;
 			rp.chunk = 16 << 10;

@@ -56,6 +56,7 @@ json track_json(const socket_track &t)
 		  {"strategy", {{"snd", t.strategy_snd}, {"rcv", t.strategy_rcv}}},
 		  {"report_flags", t.report_flags},
 		  {"floor", {{"snd", t.floor.snd}, {"rcv", t.floor.rcv}}},
+		  {"at_setup", state_json(t.at_setup)},
 		  {"start", state_json(t.start)},
 		  {"end", state_json(t.end)},
 		  {"min", {{"sndbuf", t.min_snd}, {"rcvbuf", t.min_rcv}}},

@@ -168,6 +168,8 @@ transfer_result run_transfer(const transfer_params &p)
 		while (fd < 0 && clock::now() < deadline && !stop)
 			fd = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
 		close(ls);
+		if (fd >= 0)
+			sockbuf_get_state(fd, &res.receiver.at_setup);
 		accepted_fd.set_value(fd);
 		if (fd < 0)
 			return;
@@ -204,6 +206,7 @@ transfer_result run_transfer(const transfer_params &p)
 				return;
 			}
 			set_io_timeouts(fd);
+			sockbuf_get_state(fd, &res.sender.at_setup);
 			client_fd.set_value(fd);
 			std::vector<char> buf(128 << 10, 'x');
 			long long sent = 0;

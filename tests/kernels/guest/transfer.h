@@ -40,10 +40,11 @@ struct transfer_params {
 struct socket_track {
 	std::string strategy_snd, strategy_rcv; // set_initial/lock report
 	unsigned report_flags = 0;
-	int setup_err = 0;     // -errno of the setup call, 0 if fine
-	sockbuf_floor floor{}; // floor the setup call established
-	sockbuf_state start{}; // first sample once connected
-	sockbuf_state end{};   // last sample
+	int setup_err = 0;	  // -errno of the setup call, 0 if fine
+	sockbuf_floor floor{};	  // floor the setup call established
+	sockbuf_state at_setup{}; // read right after connect()/accept(), before data
+	sockbuf_state start{};	  // first sample once connected
+	sockbuf_state end{};	  // last sample
 	int min_snd = 0, max_snd = 0, min_rcv = 0, max_rcv = 0;
 	long samples = 0;
 	long below_floor_snd = 0, below_floor_rcv = 0; // samples under floor

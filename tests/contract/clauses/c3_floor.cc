@@ -46,7 +46,9 @@ verdict judge_c3(const scenario_result &r)
 					      nt.t->lowest_below, nt.floor);
 		}
 	});
-	settle(&v.raw, n, fmt::format("{} sockets, {} samples, none under the floor", n, samples),
+	const char *sources = r.sampler.diag_err ? " (getsockopt only: inet_diag unavailable)" : "";
+	settle(&v.raw, n,
+	       fmt::format("{} sockets, {} samples, none under the floor{}", n, samples, sources),
 	       "no raw sockets");
 
 	samples = 0;
@@ -77,7 +79,8 @@ verdict judge_c3(const scenario_result &r)
 	if (r.guard.restore_errors)
 		v.lib.violations.push_back({"C3", r.name, "floor guard", "restore_floor failed", -1,
 					    int64_t(r.guard.restore_errors), 0});
-	std::string why = fmt::format("{} sockets, {} samples", n, samples);
+	std::string why = fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms){}", n, samples,
+				      r.sampler.max_gap_ms, sources);
 	if (dips || r.guard.restores)
 		why += fmt::format("; {} dips seen, {} restores by sockbuf_restore_floor, longest "
 				   "{:.1f} ms under",

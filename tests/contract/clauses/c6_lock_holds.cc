@@ -60,14 +60,15 @@ verdict judge_c6(const scenario_result &r)
 {
 	verdict v = make_verdict("C6", r);
 	int64_t samples = 0;
+	const char *sources = r.sampler.diag_err ? " (getsockopt only: inet_diag unavailable)" : "";
 	int n = check(r, arm::raw_locked, &v.raw, &samples);
 	settle(&v.raw, n,
-	       fmt::format("{} sockets, {} samples, all {}/{}", n, samples, r.initial_snd,
-			   r.initial_rcv),
+	       fmt::format("{} sockets, {} samples, all {}/{}{}", n, samples, r.initial_snd,
+			   r.initial_rcv, sources),
 	       "no locked sockets");
 	samples = 0;
 	n = check(r, arm::lib_locked, &v.lib, &samples);
-	settle(&v.lib, n, fmt::format("{} sockets, {} samples, none moved", n, samples),
+	settle(&v.lib, n, fmt::format("{} sockets, {} samples, none moved{}", n, samples, sources),
 	       "no locked sockets");
 	return v;
 }

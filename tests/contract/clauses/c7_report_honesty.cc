@@ -62,14 +62,18 @@ void lib_check(const scenario_result &r, const socket_record &s, const snap &p, 
 verdict judge_c7(const scenario_result &r)
 {
 	verdict v = make_verdict("C7", r);
+	// Only sockets inet_diag reported count: without inet_diag (a kernel
+	// with tcp_diag as a module not loaded) raw C7 has nothing to compare.
 	int n = 0;
 	for (const auto &s : r.sockets) {
 		raw_check(r, s, s.before, "before traffic", &v.raw);
 		raw_check(r, s, s.after, "after traffic", &v.raw);
-		n++;
+		if ((s.before.taken && s.before.diag_snd >= 0) ||
+		    (s.after.taken && s.after.diag_snd >= 0))
+			n++;
 	}
 	settle(&v.raw, n, fmt::format("{} sockets: getsockopt = inet_diag before and after", n),
-	       "no sockets");
+	       "inet_diag showed none of the sockets (tcp_diag not available?)");
 
 	n = 0;
 	for (const auto &s : r.sockets) {
@@ -92,7 +96,9 @@ verdict judge_c7(const scenario_result &r)
 					    "restore reports above what getsockopt read after", -1,
 					    int64_t(r.guard.report_mismatch), 0});
 	settle(&v.lib, n,
-	       fmt::format("{} sockets: reports and sockbuf_get_state = getsockopt = inet_diag", n),
+	       fmt::format("{} sockets: reports and sockbuf_get_state = getsockopt{}", n,
+			   r.sampler.diag_err ? " (inet_diag unavailable: not compared)"
+					      : " = inet_diag"),
 	       "no library sockets");
 	return v;
 }

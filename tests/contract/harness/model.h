@@ -38,7 +38,8 @@ struct track {
 	uint64_t below_floor = 0;	  // samples under the floor
 	int64_t first_below_us = -1;	  // time of the first such sample
 	int64_t lowest_below = -1;	  // lowest value under the floor
-	int64_t longest_below_us = 0;	  // longest stretch under the floor
+	int64_t longest_below_us = 0;	  // longest run under the floor, first to
+					  // last sample (a lower bound)
 	int64_t below_since_us = -1;	  // open stretch (sampler-internal)
 	std::vector<series_point> series; // changes only, capped
 	bool series_truncated = false;

@@ -64,10 +64,11 @@ void track::add(int64_t value, int64_t floor, int64_t t_us)
 	}
 }
 
-void track::close(int64_t t_us)
+void track::close(int64_t)
 {
-	if (below_since_us >= 0)
-		longest_below_us = std::max(longest_below_us, t_us - below_since_us);
+	// The stretch ends at its last sample under the floor (add() has
+	// counted up to there): a lower bound that a slow sampler cannot
+	// inflate with the gap to the next sample.
 	below_since_us = -1;
 }
 

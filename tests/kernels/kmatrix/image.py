@@ -4,8 +4,9 @@ import os
 import shutil
 import subprocess
 
-# sch_tbf: the contract suite's shaped scenario.
-GUEST_MODULES = ["veth", "sch_netem", "sch_tbf"]
+# sch_tbf: the contract suite's shaped scenario; inet_diag and tcp_diag: its
+# inet_diag sampler (without them its C7 raw check is skipped).
+GUEST_MODULES = ["veth", "sch_netem", "sch_tbf", "inet_diag", "tcp_diag"]
 # Dynamically linked programs are copied with the libraries ldd lists.
 IPROUTE = ["ip", "tc"]
 

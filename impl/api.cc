@@ -125,7 +125,7 @@ int sockbuf_get_state(int fd, struct sockbuf_state *out)
 		if (ret < 0)
 			return ret;
 	}
-	if (st.protocol == IPPROTO_TCP) {
+	if (st.protocol == IPPROTO_TCP && (facts.features & SOCKBUF_FEAT_TCP_INFO)) {
 		struct tcp_info ti;
 		socklen_t len = sizeof(ti);
 		std::memset(&ti, 0, sizeof(ti));

@@ -48,11 +48,13 @@ void probe_buf_lock(int fd, struct sockbuf_probe_info *p)
 }
 
 // SO_RCVLOWAT raises an unlocked TCP receive buffer to twice the mark.
-void probe_rcvlowat(struct sockbuf_probe_info *p)
+// Needs a socket of its own: the first one was locked by probe_minimums().
+// A socket that cannot be made is the probe's error, not a missing feature.
+int probe_rcvlowat(struct sockbuf_probe_info *p)
 {
 	int fd = tcp_socket();
 	if (fd < 0)
-		return;
+		return fd;
 	int before = 0, after = 0;
 	if (sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &before) == 0 &&
 	    sys::set_int(fd, SOL_SOCKET, SO_RCVLOWAT, before) == 0) {
@@ -61,6 +63,7 @@ void probe_rcvlowat(struct sockbuf_probe_info *p)
 			p->features |= SOCKBUF_FEAT_RCVLOWAT_RAISE;
 	}
 	sys::close(fd);
+	return 0;
 }
 
 // SO_RESERVE_MEM: ENOPROTOOPT on kernels without it, EOPNOTSUPP without
@@ -138,7 +141,9 @@ int run(struct sockbuf_probe_info *out)
 	probe_buf_lock(fd, &p);
 	sys::close(fd);
 
-	probe_rcvlowat(&p);
+	int ret = probe_rcvlowat(&p);
+	if (ret < 0)
+		return ret;
 	if (caps::net_admin_effective())
 		p.features |= SOCKBUF_FEAT_FORCE;
 	p.known |= SOCKBUF_FEAT_FORCE; // the options exist on every kernel

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <sys/utsname.h>
@@ -111,6 +112,28 @@ TEST(Probe, SocketFailureIsReturnedAndCacheKept)
 	struct sockbuf_probe_info after;
 	ASSERT_EQ(sockbuf_probe(&after, 0), 0);
 	EXPECT_EQ(after.features, before.features);
+}
+
+TEST(Probe, SecondProbeSocketFailureIsAnErrorNotAMissingFeature)
+{
+	struct sockbuf_probe_info before;
+	ASSERT_EQ(sockbuf_probe(&before, 0), 0);
+	{
+		injector inj;
+		// The first probe socket works, the second (for SO_RCVLOWAT) not.
+		static std::atomic<int> sockets{0};
+		sockets = 0;
+		static const sockbuf::sys::hooks second_fails = {
+		    nullptr, nullptr, [](int, int, int) {
+			    return sockets.fetch_add(1) == 0 ? sockbuf::sys::pass : -ENFILE;
+		    }};
+		sockbuf::sys::set_hooks(&second_fails);
+		EXPECT_EQ(sockbuf_probe(nullptr, SOCKBUF_PROBE_FRESH), -ENFILE);
+		EXPECT_EQ(sockets.load(), 2);
+	}
+	struct sockbuf_probe_info after;
+	ASSERT_EQ(sockbuf_probe(&after, 0), 0);
+	EXPECT_EQ(after.features, before.features); // the cache was kept
 }
 
 TEST(Probe, FirstProbeFailureIsEveryCallsError)

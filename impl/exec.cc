@@ -62,7 +62,7 @@ int apply_one(op &o, int i, int plan, int *unlock_bits)
 // SO_RESERVE_MEM of the whole floor.  The reservation is shared by both
 // queues (sk_unused_reserved_mem() subtracts wmem_queued and rmem_alloc) and
 // sk_stream_moderate_sndbuf() keeps the send buffer at or above the unused
-// part, so reserving send + receive floors protects the send floor while
+// part, so reserving send + receive floors limits how far the send buffer is cut while
 // the receive queue stays within its own.  SO_RESERVE_MEM replaces the
 // previous amount: restore passes the full floor, not just what it raised.
 void reserve(op &o)

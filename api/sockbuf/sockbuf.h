@@ -301,7 +301,8 @@ SOCKBUF_API int sockbuf_set_initial_bufsize(int fd, int sndbuf, int rcvbuf, unsi
  * unless SO_BUF_LOCK later clears the bit.
  *
  * Return: 0 on success; -EBADF, -ENOTSOCK, -EINVAL, -EOVERFLOW as for
- * set_initial, or the -errno of a failing setsockopt/getsockopt.
+ * set_initial, the -errno of a first probe that could not run, or the
+ * -errno of a failing setsockopt/getsockopt.
  */
 SOCKBUF_API int sockbuf_lock_bufsize(int fd, int sndbuf, int rcvbuf, unsigned int flags,
 				     struct sockbuf_report *report);
@@ -334,8 +335,8 @@ struct sockbuf_state {
  * @fd:  any socket.
  * @out: filled on success.
  *
- * Return: 0, or -EBADF, -ENOTSOCK, -EINVAL (@out NULL), or the -errno of a
- * failing getsockopt.
+ * Return: 0, or -EBADF, -ENOTSOCK, -EINVAL (@out NULL), the -errno of a
+ * first probe that could not run, or the -errno of a failing getsockopt.
  */
 SOCKBUF_API int sockbuf_get_state(int fd, struct sockbuf_state *out);
 
@@ -358,7 +359,8 @@ SOCKBUF_API int sockbuf_report_floor(const struct sockbuf_report *report,
  * Return: 0 when both buffers are at or above the floor; a positive mask of
  * SOCKBUF_SND/SOCKBUF_RCV naming each direction below it; or -EBADF,
  * -ENOTSOCK, -EINVAL (@floor NULL or negative), -EOVERFLOW (above
- * SOCKBUF_SIZE_MAX), or the -errno of a failing getsockopt.
+ * SOCKBUF_SIZE_MAX), the -errno of a first probe that could not run (only
+ * with @now), or the -errno of a failing getsockopt.
  */
 SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
 				    struct sockbuf_state *now);

@@ -91,8 +91,9 @@ int parse(int argc, char **argv, args *a)
 			a->list = true;
 		else if (s == "--allow-global-changes")
 			a->run.prof.allow_global = true;
-		else if (s == "--json" && value(&a->json_path)) {
-		} else if (s == "--markdown" && value(&a->md_path)) {
+		else if ((s == "--json" && value(&a->json_path)) ||
+			 (s == "--markdown" && value(&a->md_path))) {
+			// value() stored the path
 		} else if (s == "--clause" && value(&v))
 			a->run.clauses = split(v);
 		else if (s == "--scenario" && value(&v))
@@ -184,7 +185,7 @@ bool write_file(const std::string &path, const std::string &text)
 
 } // namespace
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	args a;
 	if (parse(argc, argv, &a) < 0)
@@ -280,4 +281,15 @@ int main(int argc, char **argv)
 		return exit_skip;
 	}
 	return failed ? exit_fail : 0;
+}
+
+int main(int argc, char **argv)
+{
+	// Out of memory or a JSON type error must end with a message, not abort.
+	try {
+		return run_main(argc, argv);
+	} catch (const std::exception &e) {
+		fmt::print(stderr, "sockbuf-contract: {}\n", e.what());
+		return 1;
+	}
 }

@@ -185,6 +185,7 @@ void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integ
 	}
 	std::vector<integrity> tallies(static_cast<size_t>(threads));
 	std::vector<std::thread> pool;
+	pool.reserve(size_t(threads));
 	for (int t = 0; t < threads; t++)
 		pool.emplace_back(run_subset, parts[size_t(t)], deadline_ns, &tallies[size_t(t)]);
 	for (auto &t : pool)

@@ -159,6 +159,7 @@ int run_program(const std::vector<std::string> &argv, std::string *output)
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
 		std::vector<char *> args;
+		args.reserve(argv.size() + 1);
 		for (const auto &a : argv)
 			args.push_back(const_cast<char *>(a.c_str()));
 		args.push_back(nullptr);

@@ -5,6 +5,7 @@
 #include "strategy.h"
 #include "sys.h"
 #include "validate.h"
+#include "window_clamp.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -115,13 +116,23 @@ int run(op &o, mode m)
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
 
+	// Kernels whose SO_RCVBUF leaves a window clamp: note the clamp before,
+	// so that one the unlock recipe adds can be taken away after.
+	const bool clamp_watch = plan[buffer::rcv] == SOCKBUF_STRAT_UNLOCK &&
+				 (o.facts.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW);
+	int clamp_before = 0;
+	int ret = clamp_watch ? window_clamp::read(o.fd, &clamp_before) : 0;
+	if (ret < 0)
+		return ret; // nothing changed yet
+
 	int unlock_bits = 0;
-	int ret = 0;
 	for (int i = 0; i < 2 && ret == 0; i++)
 		if (plan[i] != SOCKBUF_STRAT_NONE)
 			ret = apply_one(o, i, plan[i], &unlock_bits);
 	if (ret == 0 && unlock_bits)
 		ret = strategy::clear_locks(o, unlock_bits);
+	if (ret == 0 && clamp_watch)
+		ret = window_clamp::undo(o, clamp_before);
 	if (ret < 0) {
 		if (o.changed)
 			read_back(o);

@@ -45,6 +45,13 @@ void probe_buf_lock(int fd, struct sockbuf_probe_info *p)
 	if (sys::set_int(fd, SOL_SOCKET, SO_BUF_LOCK, 0) == 0 &&
 	    sys::get_int(fd, SOL_SOCKET, SO_BUF_LOCK, &lock) == 0 && lock == 0)
 		p->features |= SOCKBUF_FEAT_BUF_LOCK;
+	// The socket has been through the unlock recipe (SO_RCVBUF, then the
+	// lock cleared) without connecting: any window clamp now is the
+	// kernel's doing, and would survive into the handshake.
+	int clamp = 0;
+	if ((p->features & SOCKBUF_FEAT_BUF_LOCK) &&
+	    sys::get_int(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp) == 0 && clamp != 0)
+		p->quirks |= SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW;
 }
 
 // SO_RCVLOWAT raises an unlocked TCP receive buffer to twice the mark.
@@ -104,6 +111,7 @@ std::mutex g_lock;
 struct sockbuf_probe_info g_probe; // guarded by g_lock
 std::atomic<bool> g_ready{false};
 std::atomic<uint32_t> g_features{0};
+std::atomic<uint32_t> g_quirks{0};
 std::atomic<int> g_tcp_wmem_max{-1};
 std::atomic<int> g_tcp_rmem_max{-1};
 
@@ -116,6 +124,7 @@ int fill_cache_locked()
 		return ret;
 	g_probe = p;
 	g_features.store(p.features, std::memory_order_relaxed);
+	g_quirks.store(p.quirks, std::memory_order_relaxed);
 	g_tcp_wmem_max.store(p.tcp_wmem[2], std::memory_order_relaxed);
 	g_tcp_rmem_max.store(p.tcp_rmem[2], std::memory_order_relaxed);
 	g_ready.store(true, std::memory_order_release);
@@ -167,6 +176,7 @@ int cached(facts *out)
 		}
 	}
 	*out = facts{g_features.load(std::memory_order_relaxed),
+		     g_quirks.load(std::memory_order_relaxed),
 		     g_tcp_wmem_max.load(std::memory_order_relaxed),
 		     g_tcp_rmem_max.load(std::memory_order_relaxed)};
 	return 0;

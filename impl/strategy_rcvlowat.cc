@@ -7,46 +7,17 @@
 // raise also sets tp->window_clamp to the mark.  On a socket that has not
 // connected yet, tcp_select_initial_window() would then choose the window
 // scale from that clamp and cap the connection near the initial size for
-// its life: the very lock this library exists to avoid.  So a clamp the
-// raise introduced is reset to 0 (allowed only in TCP_CLOSE); on a
-// listener it cannot be, and the report says so.
+// its life: window_clamp::undo() takes it away again.
 #include "strategy.h"
 
 #include "buffer.h"
 #include "sys.h"
+#include "window_clamp.h"
 
-#include <cerrno>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 namespace sockbuf::strategy
 {
-
-namespace
-{
-
-int window_clamp(int fd, int *out)
-{
-	return sys::get_int(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, out);
-}
-
-// Undo a window clamp the raise set on a socket that had none.
-int undo_window_clamp(op &o, int before)
-{
-	int after = before;
-	int ret = window_clamp(o.fd, &after);
-	if (ret < 0 || before != 0 || after == 0)
-		return ret;
-	ret = sys::set_int(o.fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, 0);
-	if (ret == -EINVAL) { // past TCP_CLOSE: a listener
-		o.rep->flags |= SOCKBUF_R_WINDOW_CLAMPED;
-		return 0;
-	}
-	return ret;
-}
-
-} // namespace
 
 int rcvlowat(op &o)
 {
@@ -54,7 +25,7 @@ int rcvlowat(op &o)
 	int saved = 1, clamp = 0;
 	int ret = sys::get_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, &saved);
 	if (ret == 0)
-		ret = window_clamp(o.fd, &clamp);
+		ret = window_clamp::read(o.fd, &clamp);
 	if (ret < 0)
 		return ret;
 	ret = sys::set_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, o.size[1] / 2);
@@ -63,7 +34,7 @@ int rcvlowat(op &o)
 	o.changed = true;
 	ret = sys::set_int(o.fd, SOL_SOCKET, SO_RCVLOWAT, saved);
 	if (ret == 0)
-		ret = undo_window_clamp(o, clamp);
+		ret = window_clamp::undo(o, clamp);
 	if (ret == 0)
 		ret = buffer::get_size(o.fd, buffer::rcv, &d.effective);
 	if (ret < 0)

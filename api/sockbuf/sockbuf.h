@@ -90,6 +90,8 @@ enum sockbuf_feature {
  *                               (SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF), measured.
  * @tcp_sndbuf, @tcp_rcvbuf:     sizes of a fresh, untouched TCP socket.
  * @release:       uname -r of the running kernel.
+ * @quirks:        SOCKBUF_QUIRK_* behaviours found that the library works
+ *                 around.
  *
  * Sysctls are -1 where they could not be read.  tcp_[wr]mem are per network
  * namespace: the values are those of the namespace the probe ran in.
@@ -109,8 +111,15 @@ struct sockbuf_probe_info {
 	int tcp_rcvbuf;
 	char release[65];
 	char pad_[3];
-	uint32_t reserved[16];
+	uint32_t quirks;
+	uint32_t reserved[15];
 };
+
+/* SO_RCVBUF leaves a TCP window clamp that clearing the lock with
+ * SO_BUF_LOCK does not remove (newest kernels, about 7.1).  Before the
+ * handshake that clamp would fix a small window scale; the unlock strategy
+ * resets it (SOCKBUF_R_WINDOW_CLAMPED where it cannot). */
+#define SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW (1u << 0)
 
 /* sockbuf_probe() flags */
 #define SOCKBUF_PROBE_FRESH (1u << 0) /* probe again and replace the cache */
@@ -203,10 +212,11 @@ enum sockbuf_report_flag {
 	/* SOCKBUF_F_ALLOW_FORCE was given but CAP_NET_ADMIN is not held
 	 * (or the kernel said EPERM): the clamped size stands. */
 	SOCKBUF_R_FORCE_DENIED = 1 << 6,
-	/* SO_RCVLOWAT set a window clamp that could not be undone because the
+	/* SO_RCVLOWAT (kernels before 5.15) or SO_RCVBUF (about 7.1 and
+	 * later) set a window clamp that could not be undone because the
 	 * socket had left TCP_CLOSE (a listener): connections made from it
 	 * negotiate a window scale that caps their window near the initial
-	 * size.  Kernels before 5.15 only; call before listen(). */
+	 * size.  Call before listen(). */
 	SOCKBUF_R_WINDOW_CLAMPED = 1 << 7,
 };
 

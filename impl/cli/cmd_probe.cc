@@ -56,6 +56,8 @@ void print_json(const sockbuf_probe_info &p)
 		       {"rmem_default", p.rmem_default},
 		       {"tcp_wmem", {p.tcp_wmem[0], p.tcp_wmem[1], p.tcp_wmem[2]}},
 		       {"tcp_rmem", {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]}}};
+	j["quirks"] = {
+	    {"rcvbuf_clamps_window", (p.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW) != 0}};
 	j["min_sndbuf"] = p.min_sndbuf;
 	j["min_rcvbuf"] = p.min_rcvbuf;
 	j["tcp_socket_defaults"] = {{"sndbuf", p.tcp_sndbuf}, {"rcvbuf", p.tcp_rcvbuf}};
@@ -68,6 +70,9 @@ void print_table(const sockbuf_probe_info &p)
 	fmt::print("{:<30} {}\n", "mechanism", "available");
 	for (uint32_t f : all_features)
 		fmt::print("{:<30} {}\n", sockbuf_feature_name(f), verdict(p, f));
+	fmt::print("{:<30} {}\n", "SO_RCVBUF leaves window clamp",
+		   (p.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW) ? "yes (reset by the library)"
+								   : "no");
 	fmt::print("\n{:<30} {}\n", "limit", "bytes");
 	fmt::print("{:<30} {}\n", "net.core.wmem_max", p.wmem_max);
 	fmt::print("{:<30} {}\n", "net.core.rmem_max", p.rmem_max);

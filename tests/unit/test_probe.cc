@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <netinet/tcp.h>
 #include <sys/utsname.h>
 #include <thread>
 #include <vector>
@@ -34,6 +35,20 @@ TEST(Probe, FeaturesMatchWhatTheKernelAnswers)
 	// Usable implies known, for every feature.
 	EXPECT_EQ(p.features & ~p.known, 0u);
 	EXPECT_TRUE(p.features & SOCKBUF_FEAT_TCP_INFO);
+}
+
+TEST(Probe, WindowClampQuirkMatchesTheKernel)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	if (!(p.features & SOCKBUF_FEAT_BUF_LOCK))
+		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK: the unlock recipe does not apply";
+	fd s(tcp());
+	int half = 65536, zero = 0;
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &half, sizeof(half)), 0);
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &zero, sizeof(zero)), 0);
+	bool clamped = getopt_int(s, IPPROTO_TCP, TCP_WINDOW_CLAMP) != 0;
+	EXPECT_EQ((p.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW) != 0, clamped);
 }
 
 TEST(Probe, MinimumsAndDefaultsAreTheKernels)

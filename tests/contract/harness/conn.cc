@@ -115,6 +115,11 @@ int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec)
 			ret = raw_set(fd, false, sz.rcv, sz.force);
 		if (ret == 0)
 			ret = set_int(fd, SOL_SOCKET, SO_BUF_LOCK, 0);
+		// Before 5.15 the kernel has no way to unlock: the raw recipe
+		// leaves the socket locked, which C1 raw reports, and the run
+		// goes on so that every other clause is judged.
+		if (ret == -ENOPROTOOPT)
+			ret = 0;
 		break;
 	case arm::raw_locked:
 		ret = raw_set(fd, true, sz.snd, sz.force);
@@ -122,7 +127,10 @@ int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec)
 			ret = raw_set(fd, false, sz.rcv, sz.force);
 		break;
 	case arm::lib_initial:
-		ret = sockbuf_set_initial_bufsize(fd, sz.snd, sz.rcv, flags, &rep);
+		// FALLBACK_DEFAULT: where the kernel offers no unlocked way (send
+		// before 5.15) keep its size rather than lock; C1 then shows it.
+		ret = sockbuf_set_initial_bufsize(fd, sz.snd, sz.rcv,
+						  flags | SOCKBUF_F_FALLBACK_DEFAULT, &rep);
 		if (ret == 0) {
 			from_report(&rec->snd, rep.snd);
 			from_report(&rec->rcv, rep.rcv);

@@ -293,6 +293,13 @@ def render(results, summary):
                  "(qemu TCG, no KVM), host kernel %s." % (
                      summary.get("date"), summary.get("profile"), summary.get("wall_seconds"),
                      summary.get("host_release")))
+        # A kernel rerun on its own (run-matrix --only) after the matrix run.
+        later = ["%s at %s" % (r.get("name"), r.get("date")) for r in results
+                 if r.get("date") and summary.get("date") and r.get("date") > summary.get("date")]
+        if later:
+            L.append("")
+            L.append("Rerun alone since then, with the library of that time: %s." %
+                     ", ".join(later))
         L.append("")
     L.append("Each guest runs `sockbuf-kernel-check` on a veth pair between two network "
              "namespaces (netem delay on both sides; 198.18.0.0/15 addresses), "

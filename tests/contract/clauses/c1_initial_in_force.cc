@@ -9,6 +9,8 @@
 #include "clauses.h"
 #include "common.h"
 
+#include <sockbuf/sockbuf.h>
+
 namespace sockbuf::contract
 {
 
@@ -50,16 +52,24 @@ void check_lib(const socket_record &s, const scenario_result &r, half_verdict *h
 				      fmt::format("{} read after the call (report said {})", name,
 						  d->reported),
 				      0, d->after_call, d->reported);
+		else if (d->strategy == SOCKBUF_STRAT_DEFAULT)
+			add_violation(
+			    h, "C1", r, s,
+			    fmt::format("{} left at the kernel's size: no unlocked way to set "
+					"it on this kernel (fallback default, reported)",
+					name),
+			    0, d->after_call, d->requested);
 		else if (d->after_call != d->requested && d->clamps == 0)
 			add_violation(
 			    h, "C1", r, s,
 			    fmt::format("{} differs from the request, no clamp reported", name), 0,
 			    d->after_call, d->requested);
-		if (d->report_locked != 0)
+		// -1: the library could not read the bit (no SO_BUF_LOCK).
+		if (d->report_locked == 1)
 			add_violation(h, "C1", r, s, fmt::format("{} report locked", name), 0,
 				      d->report_locked, 0);
 	}
-	if (s.lock_after_call != 0)
+	if (s.lock_after_call != 0 && s.lock_after_call != -1)
 		add_violation(h, "C1", r, s, "SO_BUF_LOCK after the call", 0, s.lock_after_call, 0);
 }
 

@@ -57,6 +57,7 @@ void from_report(dir_setup *d, const sockbuf_dir_report &r)
 	d->floor = r.floor;
 	d->clamps = r.clamps;
 	d->report_locked = r.locked;
+	d->strategy = r.strategy;
 }
 
 int make_socket()

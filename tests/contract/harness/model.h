@@ -55,6 +55,7 @@ struct dir_setup {
 	int floor = 0;	     // what must hold (0 = none)
 	uint32_t clamps = 0; // library report clamp bits
 	int report_locked = -2;
+	int strategy = -1; // library report's enum sockbuf_strategy
 };
 
 struct socket_record {

@@ -13,13 +13,6 @@ using namespace sockbuf::test;
 namespace
 {
 
-bool has_buf_lock()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p.features & SOCKBUF_FEAT_BUF_LOCK;
-}
-
 TEST(Floor, HeldFloorChecksZero)
 {
 	fd s(tcp());

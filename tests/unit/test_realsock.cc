@@ -2,6 +2,7 @@
 // Real TCP transfers on loopback: set_initial on a listener is inherited by
 // the accepted socket, stays unlocked and grows; lock never moves.
 #include "loopback.h"
+#include "util.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -12,17 +13,11 @@ namespace
 
 using sockbuf::lab::bulk_transfer;
 using sockbuf::lab::transfer_result;
+using sockbuf::test::has_buf_lock;
 
 constexpr uint64_t transfer_bytes = 64ull << 20;
 constexpr double transfer_seconds = 20.0;
 constexpr int initial = 131072;
-
-bool has_buf_lock()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p.features & SOCKBUF_FEAT_BUF_LOCK;
-}
 
 void expect_complete(const transfer_result &r)
 {

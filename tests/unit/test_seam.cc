@@ -15,13 +15,6 @@ using namespace sockbuf::test;
 namespace
 {
 
-bool has_buf_lock()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p.features & SOCKBUF_FEAT_BUF_LOCK;
-}
-
 TEST(Seam, EintrIsRetried)
 {
 	fd s(tcp());

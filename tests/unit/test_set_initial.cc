@@ -22,11 +22,6 @@ struct sockbuf_probe_info probe()
 	return p;
 }
 
-bool has_buf_lock()
-{
-	return probe().features & SOCKBUF_FEAT_BUF_LOCK;
-}
-
 TEST(SetInitial, SizeInForceInTheLibraryUnitAndUnlocked)
 {
 	if (!has_buf_lock())

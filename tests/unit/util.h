@@ -2,6 +2,8 @@
 // Small helpers for tests on real sockets.
 #pragma once
 
+#include <sockbuf/sockbuf.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +14,14 @@
 
 namespace sockbuf::test
 {
+
+// Whether this kernel lets the library unlock (SO_BUF_LOCK, 5.15+).
+inline bool has_buf_lock()
+{
+	struct sockbuf_probe_info p;
+	sockbuf_probe(&p, 0);
+	return p.features & SOCKBUF_FEAT_BUF_LOCK;
+}
 
 // An fd closed on scope exit.
 struct fd {

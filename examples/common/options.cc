@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace examples
@@ -135,6 +136,25 @@ endpoint parse_endpoint(const std::string &text)
 	if (port.empty() || *end || p < 0 || p > 65535)
 		throw usage_error("bad port in '" + text + "'");
 	return endpoint{text.substr(0, colon), static_cast<uint16_t>(p)};
+}
+
+int run_main(int argc, char **argv, const char *prog, const char *usage,
+	     const std::vector<std::string> &allowed, int (*run)(const options &))
+{
+	try {
+		options o(argc, argv, allowed);
+		if (o.has("help")) {
+			std::fputs(usage, stdout);
+			return 0;
+		}
+		return run(o);
+	} catch (const usage_error &e) {
+		std::fprintf(stderr, "%s: %s\n%s", prog, e.what(), usage);
+		return 2;
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "%s: %s\n", prog, e.what());
+		return 1;
+	}
 }
 
 } // namespace examples

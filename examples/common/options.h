@@ -39,6 +39,12 @@ private:
 
 uint64_t parse_size(const std::string &text);
 
+// The shared main(): parses @allowed options, answers --help with @usage,
+// runs @run, and turns a usage_error into exit 2 (with @usage) and any
+// other exception into exit 1, each message prefixed with @prog.
+int run_main(int argc, char **argv, const char *prog, const char *usage,
+	     const std::vector<std::string> &allowed, int (*run)(const options &));
+
 // How a transport sizes its sockets: leave them to the kernel, an initial
 // size with autotuning kept on, or a locked size (autotuning off).
 enum class bufs_mode { kernel_default, initial, lock };

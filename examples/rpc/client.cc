@@ -218,21 +218,8 @@ int run(const examples::options &o)
 
 int main(int argc, char **argv)
 {
-	try {
-		examples::options o(argc, argv,
-				    {"connect", "op", "size", "slots", "bytes", "seconds",
-				     "fragment", "marker", "cork", "bufs", "bufsize", "trace",
-				     "json", "help"});
-		if (o.has("help")) {
-			std::fputs(usage, stdout);
-			return 0;
-		}
-		return run(o);
-	} catch (const examples::usage_error &e) {
-		std::fprintf(stderr, "rpc-client: %s\n%s", e.what(), usage);
-		return 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rpc-client: %s\n", e.what());
-		return 1;
-	}
+	return examples::run_main(argc, argv, "rpc-client", usage,
+				  {"connect", "op", "size", "slots", "bytes", "seconds", "fragment",
+				   "marker", "cork", "bufs", "bufsize", "trace", "json", "help"},
+				  run);
 }

@@ -243,20 +243,8 @@ int run(const examples::options &o)
 
 int main(int argc, char **argv)
 {
-	try {
-		examples::options o(argc, argv,
-				    {"listen", "bufs", "requests", "max-msg", "threads", "marker",
-				     "cork", "max-clients", "seconds", "trace", "help"});
-		if (o.has("help")) {
-			std::fputs(usage, stdout);
-			return 0;
-		}
-		return run(o);
-	} catch (const examples::usage_error &e) {
-		std::fprintf(stderr, "rpc-server: %s\n%s", e.what(), usage);
-		return 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rpc-server: %s\n", e.what());
-		return 1;
-	}
+	return examples::run_main(argc, argv, "rpc-server", usage,
+				  {"listen", "bufs", "requests", "max-msg", "threads", "marker",
+				   "cork", "max-clients", "seconds", "trace", "help"},
+				  run);
 }

@@ -156,20 +156,7 @@ int run(const examples::options &o)
 
 int main(int argc, char **argv)
 {
-	try {
-		examples::options o(
-		    argc, argv,
-		    {"listen", "bufs", "bufsize", "max-clients", "seconds", "trace", "help"});
-		if (o.has("help")) {
-			std::fputs(usage, stdout);
-			return 0;
-		}
-		return run(o);
-	} catch (const examples::usage_error &e) {
-		std::fprintf(stderr, "rr-server: %s\n%s", e.what(), usage);
-		return 2;
-	} catch (const std::exception &e) {
-		std::fprintf(stderr, "rr-server: %s\n", e.what());
-		return 1;
-	}
+	return examples::run_main(
+	    argc, argv, "rr-server", usage,
+	    {"listen", "bufs", "bufsize", "max-clients", "seconds", "trace", "help"}, run);
 }

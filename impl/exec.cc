@@ -2,6 +2,7 @@
 #include "exec.h"
 
 #include "buffer.h"
+#include "fd_serial.h"
 #include "strategy.h"
 #include "sys.h"
 #include "validate.h"
@@ -113,6 +114,9 @@ int run(op &o, mode m)
 	if (m == mode::initial && (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
 		o.rep->flags |= SOCKBUF_R_FALLBACK;
 
+	// From here on the socket is read and changed: one call per fd at a
+	// time (the lock bits are one value; see fd_serial.h).
+	fd_serial::guard serial(o.fd);
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
 

@@ -2,6 +2,7 @@
 #include "probe.h"
 
 #include "caps.h"
+#include "fd_serial.h"
 #include "sys.h"
 #include "sysctl.h"
 
@@ -122,6 +123,11 @@ int fill_cache_locked()
 	int ret = run(&p);
 	if (ret < 0)
 		return ret;
+	static bool fork_handler_installed = false; // guarded by g_lock
+	if (!fork_handler_installed) {
+		fd_serial::install_fork_handler();
+		fork_handler_installed = true;
+	}
 	g_probe = p;
 	g_features.store(p.features, std::memory_order_relaxed);
 	g_quirks.store(p.quirks, std::memory_order_relaxed);

@@ -26,7 +26,18 @@
  * client socket before connect().  A call on a connected socket still sets
  * the size, and its report carries SOCKBUF_R_AFTER_HANDSHAKE.
  *
- * Thread-safe.  The only process-wide state is the probe cache, filled once.
+ * THREADS.  Every call is thread-safe, and calls on the same fd from
+ * different threads of this process run one at a time, so that one thread
+ * setting the send buffer and another the receive buffer end with the lock
+ * bits both reports state (SO_BUF_LOCK keeps both bits in one value).  Not
+ * serialised: the same socket reached through a different fd (dup(),
+ * SCM_RIGHTS, another process), or the program's own setsockopt() on the
+ * socket while a call runs; a report then says what the call did and read,
+ * which the other writer may have changed since.  A call made from a
+ * signal handler that interrupted a call on the same fd in the same thread
+ * does not wait for it.  A child forked while a call ran in another thread
+ * is not held up by it.  The only process-wide state besides that is the
+ * probe cache, filled once.
  */
 #ifndef SOCKBUF_SOCKBUF_H
 #define SOCKBUF_SOCKBUF_H

@@ -100,8 +100,8 @@ void probe_tcp_info(int fd, struct sockbuf_probe_info *p)
 
 void read_sysctls(struct sockbuf_probe_info *p)
 {
-	p->wmem_max = sysctl::read_int("/proc/sys/net/core/wmem_max");
-	p->rmem_max = sysctl::read_int("/proc/sys/net/core/rmem_max");
+	p->sndbuf_max = sysctl::setbuf_stored_max(sysctl::read_int("/proc/sys/net/core/wmem_max"));
+	p->rcvbuf_max = sysctl::setbuf_stored_max(sysctl::read_int("/proc/sys/net/core/rmem_max"));
 	p->wmem_default = sysctl::read_int("/proc/sys/net/core/wmem_default");
 	p->rmem_default = sysctl::read_int("/proc/sys/net/core/rmem_default");
 	sysctl::read_ints("/proc/sys/net/ipv4/tcp_wmem", p->tcp_wmem, 3);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "sysctl.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -9,6 +10,13 @@
 
 namespace sockbuf::sysctl
 {
+
+int setbuf_stored_max(int mem_max_sysctl)
+{
+	if (mem_max_sysctl < 0)
+		return -1;
+	return 2 * std::min(mem_max_sysctl, 0x7fffffff / 2);
+}
 
 int read_ints(const char *path, int *out, int n)
 {

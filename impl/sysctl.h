@@ -12,4 +12,9 @@ int read_ints(const char *path, int *out, int n);
 // One integer, or -1.
 int read_int(const char *path);
 
+// The largest sk_sndbuf/sk_rcvbuf that SO_SNDBUF/SO_RCVBUF can store, from
+// net.core.[wr]mem_max (-1 stays -1): sk_setsockopt() clamps the value to
+// the sysctl and to INT_MAX / 2, then doubles it.
+int setbuf_stored_max(int mem_max_sysctl);
+
 } // namespace sockbuf::sysctl

@@ -94,8 +94,14 @@ enum sockbuf_feature {
  * @features:      SOCKBUF_FEAT_* usable by this process now.
  * @known:         SOCKBUF_FEAT_* the kernel recognises, usable or not
  *                 (e.g. SO_RESERVE_MEM known but no memcg accounting).
- * @wmem_max, @rmem_max:         net.core.[wr]mem_max, in bytes as set.
- * @wmem_default, @rmem_default: net.core.[wr]mem_default.
+ * @sndbuf_max, @rcvbuf_max:     the largest size SO_SNDBUF/SO_RCVBUF can
+ *                               give, in the library's unit like every size
+ *                               here: twice net.core.[wr]mem_max (whose
+ *                               value setsockopt() clamps to before
+ *                               doubling).  Larger requests are cut to it
+ *                               (SOCKBUF_CLAMP_MEM_MAX) unless FORCE is used.
+ * @wmem_default, @rmem_default: net.core.[wr]mem_default: what a new
+ *                               non-TCP socket starts with (stored as is).
  * @tcp_wmem, @tcp_rmem:         net.ipv4.tcp_[wr]mem (min, default, max).
  * @min_sndbuf, @min_rcvbuf:     smallest sizes the kernel stores
  *                               (SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF), measured.
@@ -104,14 +110,14 @@ enum sockbuf_feature {
  * @quirks:        SOCKBUF_QUIRK_* behaviours found that the library works
  *                 around.
  *
- * Sysctls are -1 where they could not be read.  tcp_[wr]mem are per network
+ * Values from sysctls are -1 where those could not be read.  tcp_[wr]mem are per network
  * namespace: the values are those of the namespace the probe ran in.
  */
 struct sockbuf_probe_info {
 	uint32_t features;
 	uint32_t known;
-	int wmem_max;
-	int rmem_max;
+	int sndbuf_max;
+	int rcvbuf_max;
 	int wmem_default;
 	int rmem_default;
 	int tcp_wmem[3];

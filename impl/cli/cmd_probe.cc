@@ -50,9 +50,9 @@ void print_json(const sockbuf_probe_info &p)
 	for (uint32_t f : all_features)
 		j["features"][feature_key(f)] = {{"usable", (p.features & f) != 0},
 						 {"known", (p.known & f) != 0}};
-	j["sysctl"] = {{"wmem_max", p.wmem_max},
-		       {"rmem_max", p.rmem_max},
-		       {"wmem_default", p.wmem_default},
+	// Sizes in the unit the kernel stores and getsockopt() returns.
+	j["limits"] = {{"sndbuf_max", p.sndbuf_max}, {"rcvbuf_max", p.rcvbuf_max}};
+	j["sysctl"] = {{"wmem_default", p.wmem_default},
 		       {"rmem_default", p.rmem_default},
 		       {"tcp_wmem", {p.tcp_wmem[0], p.tcp_wmem[1], p.tcp_wmem[2]}},
 		       {"tcp_rmem", {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]}}};
@@ -74,8 +74,8 @@ void print_table(const sockbuf_probe_info &p)
 		   (p.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW) ? "yes (reset by the library)"
 								   : "no");
 	fmt::print("\n{:<30} {}\n", "limit", "bytes");
-	fmt::print("{:<30} {}\n", "net.core.wmem_max", p.wmem_max);
-	fmt::print("{:<30} {}\n", "net.core.rmem_max", p.rmem_max);
+	fmt::print("{:<30} {}\n", "sndbuf max (2 x wmem_max)", p.sndbuf_max);
+	fmt::print("{:<30} {}\n", "rcvbuf max (2 x rmem_max)", p.rcvbuf_max);
 	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_wmem", p.tcp_wmem[0], p.tcp_wmem[1],
 		   p.tcp_wmem[2]);
 	fmt::print("{:<30} {} {} {}\n", "net.ipv4.tcp_rmem", p.tcp_rmem[0], p.tcp_rmem[1],

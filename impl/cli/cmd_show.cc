@@ -81,8 +81,8 @@ void print_json(const collection &c, int pid)
 	nlohmann::ordered_json j;
 	if (pid > 0)
 		j["pid"] = pid;
-	j["limits"] = {{"rmem_max", c.limits.rmem_max},
-		       {"wmem_max", c.limits.wmem_max},
+	j["limits"] = {{"rcvbuf_max", c.limits.rcvbuf_max},
+		       {"sndbuf_max", c.limits.sndbuf_max},
 		       {"tcp_rmem", c.limits.tcp_rmem},
 		       {"tcp_wmem", c.limits.tcp_wmem}};
 	j["notes"] = c.notes;
@@ -105,10 +105,10 @@ std::string lock_text(const shown_socket &s)
 
 void print_text(const collection &c)
 {
-	fmt::print("limits: rmem_max {} wmem_max {} tcp_rmem {} {} {} tcp_wmem {} {} {}\n",
-		   c.limits.rmem_max, c.limits.wmem_max, c.limits.tcp_rmem[0], c.limits.tcp_rmem[1],
-		   c.limits.tcp_rmem[2], c.limits.tcp_wmem[0], c.limits.tcp_wmem[1],
-		   c.limits.tcp_wmem[2]);
+	fmt::print("limits: rcvbuf_max {} sndbuf_max {} tcp_rmem {} {} {} tcp_wmem {} {} {}\n",
+		   c.limits.rcvbuf_max, c.limits.sndbuf_max, c.limits.tcp_rmem[0],
+		   c.limits.tcp_rmem[1], c.limits.tcp_rmem[2], c.limits.tcp_wmem[0],
+		   c.limits.tcp_wmem[1], c.limits.tcp_wmem[2]);
 	for (const auto &n : c.notes)
 		fmt::print("note: {}\n", n);
 	if (c.sockets.empty())

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "show_collect.h"
 
+#include "sysctl.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
@@ -40,17 +42,6 @@ public:
 private:
 	int fd_;
 };
-
-void read_ints(const char *path, int *out, int n)
-{
-	std::FILE *f = std::fopen(path, "re");
-	if (!f)
-		return;
-	for (int i = 0; i < n; i++)
-		if (std::fscanf(f, "%d", &out[i]) != 1)
-			break;
-	std::fclose(f);
-}
 
 // socket inode -> fd for one process, from /proc/PID/fd.
 int socket_fds(int pid, std::unordered_map<uint32_t, int> *out)
@@ -152,10 +143,10 @@ int dump_tcp(std::vector<diag::socket_info> *all, std::string *why)
 net_limits read_limits()
 {
 	net_limits l;
-	read_ints("/proc/sys/net/core/rmem_max", &l.rmem_max, 1);
-	read_ints("/proc/sys/net/core/wmem_max", &l.wmem_max, 1);
-	read_ints("/proc/sys/net/ipv4/tcp_rmem", l.tcp_rmem, 3);
-	read_ints("/proc/sys/net/ipv4/tcp_wmem", l.tcp_wmem, 3);
+	l.rcvbuf_max = sysctl::setbuf_stored_max(sysctl::read_int("/proc/sys/net/core/rmem_max"));
+	l.sndbuf_max = sysctl::setbuf_stored_max(sysctl::read_int("/proc/sys/net/core/wmem_max"));
+	sysctl::read_ints("/proc/sys/net/ipv4/tcp_rmem", l.tcp_rmem, 3);
+	sysctl::read_ints("/proc/sys/net/ipv4/tcp_wmem", l.tcp_wmem, 3);
 	return l;
 }
 

@@ -15,7 +15,7 @@ namespace sockbuf::cli::show
 
 // The network namespace's buffer sysctls (-1 where unreadable).
 struct net_limits {
-	int rmem_max = -1, wmem_max = -1;
+	int rcvbuf_max = -1, sndbuf_max = -1; // stored unit: 2 x net.core.[rw]mem_max
 	int tcp_rmem[3] = {-1, -1, -1};
 	int tcp_wmem[3] = {-1, -1, -1};
 };

@@ -134,8 +134,8 @@ json environment_json(const sockbuf_probe_info &p, const std::string &tcp_mem)
 	json s;
 	s["net.ipv4.tcp_rmem"] = {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]};
 	s["net.ipv4.tcp_wmem"] = {p.tcp_wmem[0], p.tcp_wmem[1], p.tcp_wmem[2]};
-	s["net.core.rmem_max"] = p.rmem_max;
-	s["net.core.wmem_max"] = p.wmem_max;
+	s["net.core.rmem_max"] = sysctl_or("/proc/sys/net/core/rmem_max");
+	s["net.core.wmem_max"] = sysctl_or("/proc/sys/net/core/wmem_max");
 	s["net.core.rmem_default"] = p.rmem_default;
 	s["net.core.wmem_default"] = p.wmem_default;
 	s["net.ipv4.tcp_mem"] = tcp_mem;

@@ -182,7 +182,7 @@ net_limits limits()
 	net_limits l;
 	l.tcp_rmem[2] = 32 << 20;
 	l.tcp_wmem[2] = 4 << 20;
-	l.rmem_max = l.wmem_max = 4 << 20;
+	l.rcvbuf_max = l.sndbuf_max = 8 << 20;
 	return l;
 }
 } // namespace

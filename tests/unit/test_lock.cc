@@ -40,12 +40,12 @@ TEST(Lock, ClampWithoutForceIsReported)
 {
 	struct sockbuf_probe_info p;
 	sockbuf_probe(&p, 0);
-	if (p.wmem_max <= 0 || p.wmem_max > SOCKBUF_SIZE_MAX / 4)
+	if (p.sndbuf_max <= 0 || p.sndbuf_max > SOCKBUF_SIZE_MAX / 2)
 		GTEST_SKIP() << "net.core.wmem_max unreadable or too large to exceed";
 	fd s(tcp());
 	struct sockbuf_report rep;
-	ASSERT_EQ(sockbuf_lock_bufsize(s, p.wmem_max * 4, 0, 0, &rep), 0);
-	EXPECT_EQ(rep.snd.effective, p.wmem_max * 2);
+	ASSERT_EQ(sockbuf_lock_bufsize(s, p.sndbuf_max * 2, 0, 0, &rep), 0);
+	EXPECT_EQ(rep.snd.effective, p.sndbuf_max);
 	EXPECT_EQ(rep.snd.clamps, (uint32_t)SOCKBUF_CLAMP_MEM_MAX);
 	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_LOCK);
 }
@@ -58,7 +58,7 @@ TEST(Lock, ForceWithCapability)
 		GTEST_SKIP() << "CAP_NET_ADMIN not effective";
 	fd s(tcp());
 	struct sockbuf_report rep;
-	int want = p.rmem_max * 4;
+	int want = p.rcvbuf_max * 2;
 	ASSERT_EQ(sockbuf_lock_bufsize(s, 0, want, SOCKBUF_F_ALLOW_FORCE, &rep), 0);
 	EXPECT_EQ(rcvbuf(s), want);
 	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_FORCE_LOCK);
@@ -77,9 +77,9 @@ TEST(Lock, ForceRefusedByTheKernelKeepsTheClampedSize)
 	inj.add({true, SOL_SOCKET, SO_RCVBUFFORCE, EPERM});
 	fd s(tcp());
 	struct sockbuf_report rep;
-	ASSERT_EQ(sockbuf_lock_bufsize(s, 0, p.rmem_max * 4, SOCKBUF_F_ALLOW_FORCE, &rep), 0);
+	ASSERT_EQ(sockbuf_lock_bufsize(s, 0, p.rcvbuf_max * 2, SOCKBUF_F_ALLOW_FORCE, &rep), 0);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_FORCE_DENIED);
-	EXPECT_EQ(rep.rcv.effective, p.rmem_max * 2);
+	EXPECT_EQ(rep.rcv.effective, p.rcvbuf_max);
 	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_LOCK);
 	EXPECT_TRUE(rep.rcv.clamps & SOCKBUF_CLAMP_MEM_MAX);
 }
@@ -105,9 +105,9 @@ TEST(Lock, WithoutCapabilityForceIsNeverTried)
 		inj.add({true, SOL_SOCKET, SO_SNDBUFFORCE, EIO});
 		fd s(tcp());
 		struct sockbuf_report rep;
-		if (sockbuf_lock_bufsize(s, p.wmem_max * 4, 0, SOCKBUF_F_ALLOW_FORCE, &rep) != 0)
+		if (sockbuf_lock_bufsize(s, p.sndbuf_max * 2, 0, SOCKBUF_F_ALLOW_FORCE, &rep) != 0)
 			_exit(5);
-		if (!(rep.flags & SOCKBUF_R_FORCE_DENIED) || rep.snd.effective != p.wmem_max * 2)
+		if (!(rep.flags & SOCKBUF_R_FORCE_DENIED) || rep.snd.effective != p.sndbuf_max)
 			_exit(6);
 		_exit(0);
 	}

@@ -87,16 +87,16 @@ TEST(SetInitial, OddAndSubMinimumSizesAreReported)
 TEST(SetInitial, MemMaxClampIsReported)
 {
 	struct sockbuf_probe_info p = probe();
-	if (p.rmem_max <= 0 || p.rmem_max > SOCKBUF_SIZE_MAX / 4)
+	if (p.rcvbuf_max <= 0 || p.rcvbuf_max > SOCKBUF_SIZE_MAX / 2)
 		GTEST_SKIP() << "net.core.rmem_max unreadable or too large to exceed";
 	fd s(tcp());
 	struct sockbuf_report rep;
-	int want = p.rmem_max * 4; // twice what the clamp lets through
+	int want = p.rcvbuf_max * 2; // twice what the clamp lets through
 	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 0, want, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
-	EXPECT_EQ(rep.rcv.effective, 2 * p.rmem_max);
-	EXPECT_EQ(rcvbuf(s), 2 * p.rmem_max);
+	EXPECT_EQ(rep.rcv.effective, p.rcvbuf_max);
+	EXPECT_EQ(rcvbuf(s), p.rcvbuf_max);
 	EXPECT_TRUE(rep.rcv.clamps & SOCKBUF_CLAMP_MEM_MAX);
-	EXPECT_EQ(rep.rcv.floor, 2 * p.rmem_max);
+	EXPECT_EQ(rep.rcv.floor, p.rcvbuf_max);
 	EXPECT_FALSE(rep.flags & SOCKBUF_R_FORCE_DENIED); // force was not asked for
 }
 
@@ -109,7 +109,7 @@ TEST(SetInitial, ForcePassesMemMaxWithCapNetAdmin)
 		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
 	fd s(tcp());
 	struct sockbuf_report rep;
-	int want = p.wmem_max * 4;
+	int want = p.sndbuf_max * 2;
 	ASSERT_EQ(sockbuf_set_initial_bufsize(s, want, 0, SOCKBUF_F_ALLOW_FORCE, &rep), 0);
 	EXPECT_EQ(sndbuf(s), want);
 	EXPECT_EQ(buflock(s), 0);

@@ -32,7 +32,7 @@ scenario_spec scenario_pressure()
 			// can go below.
 			sockbuf_probe_info info = {};
 			sockbuf_probe(&info, 0);
-			int size = std::min({1 << 20, 2 * info.rmem_max, 2 * info.wmem_max});
+			int size = std::min({1 << 20, info.rcvbuf_max, info.sndbuf_max});
 			plan->sizes = {size, size, false};
 			plan->seconds = p.quick ? 3 : 10;
 			read_policy rp;

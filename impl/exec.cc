@@ -56,6 +56,14 @@ int apply_one(op &o, int i, int plan, int *unlock_bits)
 		return strategy::rcvlowat(o);
 	case SOCKBUF_STRAT_DEFAULT:
 		return strategy::leave_default(o, i);
+	case SOCKBUF_STRAT_HELD:
+		// Autotuning already grew it past the request: keep the size,
+		// and unlock it where the kernel can (it may have been locked).
+		if (o.has(SOCKBUF_FEAT_BUF_LOCK))
+			*unlock_bits |= buffer::dir_bit(i);
+		o.dir(i).strategy = SOCKBUF_STRAT_HELD;
+		o.dir(i).clamps |= SOCKBUF_CLAMP_ALREADY_LARGER;
+		return 0;
 	default: // SOCKBUF_STRAT_LOCK
 		return strategy::setbuf(o, i, false);
 	}
@@ -67,18 +75,55 @@ int apply_one(op &o, int i, int plan, int *unlock_bits)
 // part, so reserving send + receive floors limits how far the send buffer is cut while
 // the receive queue stays within its own.  SO_RESERVE_MEM replaces the
 // previous amount: restore passes the full floor, not just what it raised.
+//
+// No syscall is made where the answer is known: a kernel without the option
+// (-ENOPROTOOPT), a process the probe found unable to use it (-EOPNOTSUPP,
+// as the kernel says without memcg socket accounting), or a listening socket
+// (-EINVAL): sockets it accepts do not inherit a reservation, so one on the
+// listener would only hold memory for a socket that never sends.
+int reserve_refusal(const op &o)
+{
+	if (!(o.facts.known & SOCKBUF_FEAT_RESERVE_MEM))
+		return -ENOPROTOOPT;
+	if (!o.has(SOCKBUF_FEAT_RESERVE_MEM))
+		return -EOPNOTSUPP;
+	if (o.rep->flags & SOCKBUF_R_LISTENER)
+		return -EINVAL;
+	return 0;
+}
+
 void reserve(op &o)
 {
 	int bytes = o.reserve_bytes ? o.reserve_bytes : o.rep->snd.floor + o.rep->rcv.floor;
-	int ret = o.has(SOCKBUF_FEAT_RESERVE_MEM)
-		      ? sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes)
-		      : -EOPNOTSUPP;
+	int ret = reserve_refusal(o);
+	if (ret == 0)
+		ret = sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes);
 	if (ret == 0) {
 		o.rep->flags |= SOCKBUF_R_RESERVED;
 	} else {
 		o.rep->flags |= SOCKBUF_R_RESERVE_FAILED;
 		o.rep->reserve_err = ret;
 	}
+}
+
+// A connected socket whose buffer autotuning (or anything else) has already
+// grown to the request or past it: an initial size is a starting point, so
+// the buffer is not lowered to it.  Plans SOCKBUF_STRAT_HELD for it.
+int hold_grown(op &o, int plan[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (plan[i] == SOCKBUF_STRAT_NONE)
+			continue;
+		int now = 0;
+		int ret = buffer::get_size(o.fd, i, &now);
+		if (ret < 0)
+			return ret;
+		if (now >= (o.size[i] & ~1)) {
+			plan[i] = SOCKBUF_STRAT_HELD;
+			o.dir(i).effective = now;
+		}
+	}
+	return 0;
 }
 
 // After a failure part-way: read back what the socket now holds.
@@ -111,21 +156,26 @@ int run(op &o, mode m)
 			return plan[i]; // nothing changed yet
 		o.dir(i).requested = o.size[i];
 	}
-	if (m == mode::initial && (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
-		o.rep->flags |= SOCKBUF_R_FALLBACK;
 
 	// From here on the socket is read and changed: one call per fd at a
 	// time (the lock bits are one value; see fd_serial.h).
 	fd_serial::guard serial(o.fd);
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
+	int ret = 0;
+	if (m == mode::initial && (o.rep->flags & SOCKBUF_R_AFTER_HANDSHAKE))
+		ret = hold_grown(o, plan);
+	if (ret < 0)
+		return ret; // nothing changed yet
+	if (m == mode::initial && (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
+		o.rep->flags |= SOCKBUF_R_FALLBACK;
 
 	// Kernels whose SO_RCVBUF leaves a window clamp: note the clamp before,
 	// so that one the unlock recipe adds can be taken away after.
 	const bool clamp_watch = plan[buffer::rcv] == SOCKBUF_STRAT_UNLOCK &&
 				 (o.facts.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW);
 	int clamp_before = 0;
-	int ret = clamp_watch ? window_clamp::read(o.fd, &clamp_before) : 0;
+	ret = clamp_watch ? window_clamp::read(o.fd, &clamp_before) : 0;
 	if (ret < 0)
 		return ret; // nothing changed yet
 

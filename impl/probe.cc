@@ -112,6 +112,7 @@ std::mutex g_lock;
 struct sockbuf_probe_info g_probe; // guarded by g_lock
 std::atomic<bool> g_ready{false};
 std::atomic<uint32_t> g_features{0};
+std::atomic<uint32_t> g_known{0};
 std::atomic<uint32_t> g_quirks{0};
 std::atomic<int> g_tcp_wmem_max{-1};
 std::atomic<int> g_tcp_rmem_max{-1};
@@ -130,6 +131,7 @@ int fill_cache_locked()
 	}
 	g_probe = p;
 	g_features.store(p.features, std::memory_order_relaxed);
+	g_known.store(p.known, std::memory_order_relaxed);
 	g_quirks.store(p.quirks, std::memory_order_relaxed);
 	g_tcp_wmem_max.store(p.tcp_wmem[2], std::memory_order_relaxed);
 	g_tcp_rmem_max.store(p.tcp_rmem[2], std::memory_order_relaxed);
@@ -181,10 +183,11 @@ int cached(facts *out)
 				return ret;
 		}
 	}
-	*out = facts{g_features.load(std::memory_order_relaxed),
-		     g_quirks.load(std::memory_order_relaxed),
-		     g_tcp_wmem_max.load(std::memory_order_relaxed),
-		     g_tcp_rmem_max.load(std::memory_order_relaxed)};
+	*out =
+	    facts{g_features.load(std::memory_order_relaxed),
+		  g_known.load(std::memory_order_relaxed), g_quirks.load(std::memory_order_relaxed),
+		  g_tcp_wmem_max.load(std::memory_order_relaxed),
+		  g_tcp_rmem_max.load(std::memory_order_relaxed)};
 	return 0;
 }
 

@@ -12,6 +12,7 @@ namespace sockbuf::probe
 // The few facts the hot paths need, read without a lock.
 struct facts {
 	uint32_t features;
+	uint32_t known;	  // SOCKBUF_FEAT_* the kernel recognises
 	uint32_t quirks;  // SOCKBUF_QUIRK_*
 	int tcp_wmem_max; // tcp_wmem[2], -1 unknown
 	int tcp_rmem_max; // tcp_rmem[2], -1 unknown

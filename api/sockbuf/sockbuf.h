@@ -168,7 +168,9 @@ enum sockbuf_strategy {
 	SOCKBUF_STRAT_FORCE_LOCK,   /* SO_*BUFFORCE: locked, past *mem_max */
 	SOCKBUF_STRAT_FORCE_UNLOCK, /* SO_*BUFFORCE, then SO_BUF_LOCK cleared */
 	SOCKBUF_STRAT_DEFAULT,	    /* left at the kernel's size (fallback) */
-	SOCKBUF_STRAT_HELD,	    /* restore: already at or above the floor */
+	SOCKBUF_STRAT_HELD,	    /* left as it was: already at or above the
+				     * floor (restore) or the request (set_initial
+				     * on a connected socket); unlocked if it can */
 };
 
 /** enum sockbuf_clamp - why a size differs from the request (bits). */
@@ -185,7 +187,10 @@ enum sockbuf_clamp {
 	SOCKBUF_CLAMP_TCP_MEM_MAX = 1 << 3,
 	/* SO_RCVLOWAT capped at tcp_rmem[2] / 2. */
 	SOCKBUF_CLAMP_RCVLOWAT_CAP = 1 << 4,
-	/* The buffer was already larger; SO_RCVLOWAT only raises. */
+	/* The buffer was already larger and was not lowered: SO_RCVLOWAT
+	 * only raises, and set_initial never lowers the buffer of a connected
+	 * socket (autotuning grew it; the send buffer is expanded when the
+	 * connection is established). */
 	SOCKBUF_CLAMP_ALREADY_LARGER = 1 << 5,
 };
 
@@ -222,18 +227,24 @@ enum sockbuf_report_flag {
 	/* A syscall failed after the socket had been changed: the report
 	 * shows the state read back afterwards. */
 	SOCKBUF_R_PARTIAL = 1 << 3,
-	/* SOCKBUF_F_RESERVE_MEM was asked for and reservation succeeded. */
+	/* SOCKBUF_F_RESERVE_MEM was asked for and SO_RESERVE_MEM succeeded:
+	 * THIS socket holds the reservation.  Sockets accepted from it do not
+	 * inherit it: reserve on each accepted socket. */
 	SOCKBUF_R_RESERVED = 1 << 4,
-	/* SOCKBUF_F_RESERVE_MEM was asked for and the kernel refused it. */
+	/* SOCKBUF_F_RESERVE_MEM was asked for and no reservation is in force;
+	 * @reserve_err says why. */
 	SOCKBUF_R_RESERVE_FAILED = 1 << 5,
 	/* SOCKBUF_F_ALLOW_FORCE was given but CAP_NET_ADMIN is not held
 	 * (or the kernel said EPERM): the clamped size stands. */
 	SOCKBUF_R_FORCE_DENIED = 1 << 6,
 	/* SO_RCVLOWAT (kernels before 5.15) or SO_RCVBUF (about 7.1 and
 	 * later) set a window clamp that could not be undone because the
-	 * socket had left TCP_CLOSE (a listener): connections made from it
-	 * negotiate a window scale that caps their window near the initial
-	 * size.  Call before listen(). */
+	 * socket had left TCP_CLOSE: the kernel resets a clamp only before
+	 * the handshake.  On a listener, connections made from it negotiate
+	 * a window scale that caps their window near the initial size: call
+	 * before listen().  On a connected socket the scale is already
+	 * fixed; the clamp stays where the kernel set it until receive
+	 * autotuning raises it with the buffer. */
 	SOCKBUF_R_WINDOW_CLAMPED = 1 << 7,
 };
 
@@ -243,7 +254,13 @@ enum sockbuf_report_flag {
  * @flags:      SOCKBUF_R_* bits.
  * @tcp_state:  TCP state before the call (TCP_CLOSE, TCP_LISTEN, ...), or
  *              -1 for non-TCP sockets or when TCP_INFO is unavailable.
- * @reserve_err: the -errno of SO_RESERVE_MEM when SOCKBUF_R_RESERVE_FAILED.
+ * @reserve_err: with SOCKBUF_R_RESERVE_FAILED, why no reservation is in
+ *              force: -ENOPROTOOPT the kernel has no SO_RESERVE_MEM (before
+ *              5.16), -EOPNOTSUPP the probe found it unusable for this
+ *              process (no memcg socket accounting), -EINVAL the socket is
+ *              listening (accepted sockets would not inherit it) - in these
+ *              three cases no syscall was made - or the -errno the kernel
+ *              gave SO_RESERVE_MEM.
  */
 struct sockbuf_report {
 	struct sockbuf_dir_report snd;
@@ -300,10 +317,17 @@ struct sockbuf_floor {
  *   1. SO_SNDBUF/SO_RCVBUF, then SO_BUF_LOCK clears that lock bit (5.15+);
  *   2. receive only: SO_RCVLOWAT of half the size raises sk_rcvbuf without
  *      locking; the caller's low-water mark is then put back, and a window
- *      clamp the raise set is undone (SOCKBUF_R_WINDOW_CLAMPED if not);
+ *      clamp the raise set is undone (SOCKBUF_R_WINDOW_CLAMPED if not).
+ *      Between the two setsockopt() calls the socket's SO_RCVLOWAT is half
+ *      the size: a read racing with the call on another thread may wait
+ *      for that much data (or a timeout) instead of the caller's mark;
  *   3. SOCKBUF_F_FALLBACK_LOCK: lock at the size; SOCKBUF_F_FALLBACK_DEFAULT:
  *      leave the kernel's size; neither: fail with -EOPNOTSUPP, untouched.
  * The floor is min(requested, effective) per direction.
+ *
+ * On a connected socket a buffer already at or above the request is not
+ * lowered (SOCKBUF_STRAT_HELD, SOCKBUF_CLAMP_ALREADY_LARGER); it is
+ * unlocked where SO_BUF_LOCK exists.
  *
  * Return: 0 on success; -EBADF (@fd negative or closed), -ENOTSOCK,
  * the -errno of a first probe that could not run (e.g. -EMFILE),

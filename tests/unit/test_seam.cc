@@ -150,4 +150,30 @@ TEST(Seam, RcvlowatFailurePaths)
 	reprobe_real_kernel();
 }
 
+// SO_RESERVE_MEM on a listening socket would hold memory for a socket that
+// never sends, and accepted sockets do not inherit it: the library does not
+// make the call, and says so.  The seam makes the probe's reservation
+// succeed; any later SO_RESERVE_MEM reaches the real kernel, whose answer
+// (0 or -EOPNOTSUPP) is not the -EINVAL the library gives for a listener.
+TEST(Seam, NoReservationOnAListener)
+{
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_RESERVE_MEM, 0, 0, 2}); // reserve, release
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+	ASSERT_TRUE(p.features & SOCKBUF_FEAT_RESERVE_MEM);
+	tcp_pair pr;
+	ASSERT_TRUE(make_pair(&pr));
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(pr.listener, 65536, 65536,
+					      SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK,
+					      &rep),
+		  0);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_LISTENER);
+	EXPECT_FALSE(rep.flags & SOCKBUF_R_RESERVED);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
+	EXPECT_EQ(rep.reserve_err, -EINVAL);
+	reprobe_real_kernel();
+}
+
 } // namespace

@@ -129,12 +129,37 @@ TEST(SetInitial, ListenerAndConnectedSocketsAreReported)
 	EXPECT_EQ(rep.tcp_state, TCP_LISTEN);
 	EXPECT_EQ(rep.flags & (SOCKBUF_R_LISTENER | SOCKBUF_R_AFTER_HANDSHAKE),
 		  (uint32_t)SOCKBUF_R_LISTENER);
-	ASSERT_EQ(
-	    sockbuf_set_initial_bufsize(pr.client, 131072, 131072, SOCKBUF_F_FALLBACK_LOCK, &rep),
-	    0);
+	// Above the connected socket's size: the size still changes.
+	int bigger = rcvbuf(pr.client) * 2;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(pr.client, 0, bigger, SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  0);
 	EXPECT_EQ(rep.tcp_state, TCP_ESTABLISHED);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_AFTER_HANDSHAKE);
-	EXPECT_EQ(rep.snd.effective, 131072); // the size still changed
+	EXPECT_EQ(rep.rcv.effective, bigger);
+	EXPECT_EQ(rcvbuf(pr.client), bigger);
+}
+
+// An initial size is a starting point: on a connected socket whose buffer
+// is already larger (the send buffer is expanded at establishment), the
+// buffer is kept, not lowered to the request, and it stays unlocked.
+TEST(SetInitial, ConnectedSocketIsNeverLowered)
+{
+	tcp_pair pr;
+	ASSERT_TRUE(make_pair(&pr));
+	int grown = sndbuf(pr.client);
+	ASSERT_GE(grown, 2 * 4608);
+	struct sockbuf_report rep;
+	ASSERT_EQ(
+	    sockbuf_set_initial_bufsize(pr.client, grown / 2, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(sndbuf(pr.client), grown);
+	EXPECT_EQ(rep.snd.effective, grown);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_HELD);
+	EXPECT_TRUE(rep.snd.clamps & SOCKBUF_CLAMP_ALREADY_LARGER);
+	EXPECT_EQ(rep.snd.floor, grown / 2);
+	if (has_buf_lock()) {
+		EXPECT_EQ(rep.snd.locked, 0);
+		EXPECT_EQ(buflock(pr.client) & SOCKBUF_SND, 0);
+	}
 }
 
 // Kernels before 5.15: the receive side goes through SO_RCVLOWAT.
@@ -232,8 +257,10 @@ TEST(SetInitial, ReserveMemIsAttemptedAndReported)
 	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
 		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVED);
 	} else {
+		// Known but unusable (no memcg socket accounting), or unknown.
 		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
-		EXPECT_EQ(rep.reserve_err, -EOPNOTSUPP);
+		EXPECT_EQ(rep.reserve_err,
+			  (p.known & SOCKBUF_FEAT_RESERVE_MEM) ? -EOPNOTSUPP : -ENOPROTOOPT);
 	}
 	EXPECT_EQ(rep.snd.effective, 65536); // the size stands either way
 }

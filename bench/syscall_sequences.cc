@@ -30,8 +30,12 @@ bool g_recording = false;
 
 std::string opt_name(int level, int name)
 {
+	if (level == IPPROTO_TCP && name == TCP_INFO)
+		return "TCP_INFO";
+	if (level == IPPROTO_TCP && name == TCP_WINDOW_CLAMP)
+		return "TCP_WINDOW_CLAMP";
 	if (level == IPPROTO_TCP)
-		return name == TCP_INFO ? "TCP_INFO" : "tcp:" + std::to_string(name);
+		return "tcp:" + std::to_string(name);
 	switch (name) {
 	case SO_SNDBUF:
 		return "SO_SNDBUF";

@@ -10,6 +10,8 @@
  *   sockbuf_check_floor() /
  *   sockbuf_restore_floor()        the min-floor: nothing may shrink a buffer
  *                                  below the size set_initial established
+ *   sockbuf_guard_*()              a guard that checks and restores floors
+ *                                  for many sockets, on a thread or a timerfd
  *
  * ONE UNIT EVERYWHERE.  Every size in this API is the value the kernel
  * stores in sk_sndbuf/sk_rcvbuf and getsockopt(SO_SNDBUF/SO_RCVBUF) returns.
@@ -433,6 +435,194 @@ SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
  */
 SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned int flags,
 				      struct sockbuf_report *report);
+
+/* ------------------------------------------------------------------------
+ * The floor guard: nothing keeps a floor in the kernel, so something must
+ * look.  A guard holds sockets with their floors and, on each pass, raises
+ * every buffer found below its floor back to it, unlocked where the kernel
+ * allows (sockbuf_restore_floor()).  What it promises is "restored within
+ * one interval plus one pass", not "never below": for that, lock the
+ * buffer or reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours
+ * it.
+ *
+ * A guard is named by a small non-negative id, like an fd: a call on an id
+ * that was destroyed (or never made) returns -EBADF, never touches freed
+ * memory.  All calls are thread-safe; a pass and add/remove exclude each
+ * other.
+ * ---------------------------------------------------------------------- */
+
+/* sockbuf_guard_new() flags */
+/* Restore with SO_*BUFFORCE where CAP_NET_ADMIN allows (SOCKBUF_F_ALLOW_FORCE). */
+#define SOCKBUF_GUARD_ALLOW_FORCE (1u << 0)
+/* Also re-apply SO_RESERVE_MEM of the floor on each restore. */
+#define SOCKBUF_GUARD_RESERVE_MEM (1u << 1)
+/* Never use inet_diag: one getsockopt per direction per socket per pass. */
+#define SOCKBUF_GUARD_NO_DIAG (1u << 2)
+/* Let a forked child run passes on the sockets it shares with its parent
+ * (by default a pass in a child returns -ECHILD: the parent guards them). */
+#define SOCKBUF_GUARD_RUN_IN_CHILD (1u << 3)
+
+/**
+ * struct sockbuf_guard_report - what one pass found and did.
+ * @sockets:     registered sockets looked at.
+ * @below:       directions found below their floor.
+ * @restored:    directions raised back to their floor.
+ * @errors:      restores that failed (the socket stays registered).
+ * @removed:     sockets that had closed (or whose fd now names another
+ *               socket), dropped from the guard.
+ * @worst_depth: the largest floor - size seen in this pass, 0 if none.
+ * @diag:        1 the sizes came from one inet_diag dump, 0 from getsockopt.
+ * @duration_ns: how long the pass took (CLOCK_MONOTONIC).
+ */
+struct sockbuf_guard_report {
+	int sockets;
+	int below;
+	int restored;
+	int errors;
+	int removed;
+	int worst_depth;
+	int diag;
+	int pad_;
+	int64_t duration_ns;
+	uint32_t reserved[4];
+};
+
+/**
+ * struct sockbuf_guard_totals - totals since sockbuf_guard_new().
+ * @passes, @below, @restored, @errors, @removed: sums over all passes.
+ * @sockets:        registered now.
+ * @worst_depth:    the largest floor - size ever seen.
+ * @max_pass_ns:    the longest pass.
+ * @last_pass_ns:   the last pass.
+ * @diag_err:       0 while passes use inet_diag; otherwise why they use
+ *                  getsockopt (-EPROTONOSUPPORT no inet_diag in this kernel,
+ *                  -EACCES, ..., -EPERM for SOCKBUF_GUARD_NO_DIAG).
+ * @interval_us:    the background thread's or timer's interval, 0 if none.
+ */
+struct sockbuf_guard_totals {
+	uint64_t passes;
+	uint64_t below;
+	uint64_t restored;
+	uint64_t errors;
+	uint64_t removed;
+	int sockets;
+	int worst_depth;
+	int64_t max_pass_ns;
+	int64_t last_pass_ns;
+	int diag_err;
+	unsigned int interval_us;
+	uint32_t reserved[8];
+};
+
+/**
+ * sockbuf_guard_new() - make an empty floor guard.
+ * @flags: SOCKBUF_GUARD_* bits.
+ *
+ * Return: the guard's id (>= 0), or -EINVAL (unknown flag), -EMFILE (too
+ * many guards in this process: 64), -ENOMEM, or the -errno of a first
+ * probe that could not run.
+ */
+SOCKBUF_API int sockbuf_guard_new(unsigned int flags);
+
+/**
+ * sockbuf_guard_destroy() - stop a guard's thread or timer and free it.
+ * @guard: its id.
+ *
+ * Safe while its thread runs (the thread is stopped and joined first) and
+ * while another thread is inside a call on it (that call finishes on the
+ * guard it started with).  The sockets are not touched.
+ *
+ * Return: 0 or -EBADF.
+ */
+SOCKBUF_API int sockbuf_guard_destroy(int guard);
+
+/**
+ * sockbuf_guard_add() - guard a socket's floor.
+ * @guard: the guard.
+ * @fd:    a TCP socket (listening, connected or not yet either).
+ * @floor: the floor; a direction at 0 is not guarded.
+ *
+ * The socket leaves the guard by itself when it closes (the next pass
+ * notices), or with sockbuf_guard_remove().  Sockets accepted from a
+ * guarded listener are not guarded: add each one.
+ *
+ * Return: 0, or -EBADF (bad guard, or @fd negative or closed), -ENOTSOCK,
+ * -EPROTOTYPE (not TCP), -EINVAL (@floor NULL, negative or both 0),
+ * -EOVERFLOW (above SOCKBUF_SIZE_MAX), -ERANGE (above what the kernel can
+ * store without SO_*BUFFORCE: sndbuf_max/rcvbuf_max of sockbuf_probe(),
+ * unless the guard may force and CAP_NET_ADMIN is held), -EEXIST (this
+ * socket is already in the guard, through this fd or another), -ENOMEM.
+ */
+SOCKBUF_API int sockbuf_guard_add(int guard, int fd, const struct sockbuf_floor *floor);
+
+/**
+ * sockbuf_guard_remove() - stop guarding the socket of @fd.
+ *
+ * Return: 0, or -EBADF (bad guard), -ENOENT (@fd is not in the guard).
+ */
+SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
+
+/**
+ * sockbuf_guard_pass() - check every registered socket once, restore what
+ * is below its floor.
+ * @guard: the guard.
+ * @out:   what the pass found and did; may be NULL.
+ *
+ * Where inet_diag answers, the sizes of all registered sockets come from
+ * one dump of this network namespace's TCP sockets (SK_MEMINFO); a socket
+ * the dump does not show (closed, or in another network namespace) is
+ * looked at with getsockopt.  Otherwise each socket costs an fstat and a
+ * getsockopt per guarded direction.  A restore costs what
+ * sockbuf_restore_floor() costs.  If the guard has a timer
+ * (sockbuf_guard_timerfd()), the pass also consumes its expirations.
+ *
+ * Return: 0, or -EBADF (bad guard), -ECHILD (a forked child, without
+ * SOCKBUF_GUARD_RUN_IN_CHILD).  Failures on single sockets are counted in
+ * @out, not returned.
+ */
+SOCKBUF_API int sockbuf_guard_pass(int guard, struct sockbuf_guard_report *out);
+
+/**
+ * sockbuf_guard_start() - run passes on a background thread.
+ * @guard:       the guard.
+ * @interval_us: time from the start of one pass to the start of the next
+ *               (at least the pass's own duration: the thread never takes
+ *               more than half a core); 100 to 60,000,000.
+ *
+ * Return: 0, or -EBADF, -EINVAL (interval out of range), -EALREADY (a
+ * thread or a timer already drives this guard), -EAGAIN (no thread could
+ * be made).
+ */
+SOCKBUF_API int sockbuf_guard_start(int guard, unsigned int interval_us);
+
+/**
+ * sockbuf_guard_stop() - stop the background thread and wait for it.
+ *
+ * Return: 0, or -EBADF, -ENOENT (no thread runs).
+ */
+SOCKBUF_API int sockbuf_guard_stop(int guard);
+
+/**
+ * sockbuf_guard_timerfd() - drive the guard from the caller's event loop.
+ * @guard:       the guard.
+ * @interval_us: as for sockbuf_guard_start().
+ *
+ * Makes a periodic timerfd (CLOCK_MONOTONIC, non-blocking, close-on-exec)
+ * that becomes readable every @interval_us.  Add it to epoll/poll; when it
+ * is readable call sockbuf_guard_pass(), which reads it.  The guard owns
+ * the fd: do not close it; sockbuf_guard_destroy() does.
+ *
+ * Return: the timerfd, or -EBADF, -EINVAL, -EALREADY as for start, or the
+ * -errno of timerfd_create()/timerfd_settime().
+ */
+SOCKBUF_API int sockbuf_guard_timerfd(int guard, unsigned int interval_us);
+
+/**
+ * sockbuf_guard_stats() - totals since the guard was made.
+ *
+ * Return: 0, or -EBADF, -EINVAL (@out NULL).
+ */
+SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out);
 
 /* ------------------------------------------------------------------------
  * Names, for logs and reports.

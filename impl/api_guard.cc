@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// The public sockbuf_guard_*() calls: ids to guards through a small table,
+// then the guard does the work (guard.cc).  A call holds a reference to
+// its guard, so destroying a guard while another thread uses it is safe:
+// that call finishes on the guard it started with.
+#include "guard.h"
+#include "probe.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <array>
+#include <cerrno>
+#include <memory>
+#include <mutex>
+
+using sockbuf::guard::floor_guard;
+
+namespace sockbuf::guard
+{
+int check_flags(unsigned int flags);
+}
+
+namespace
+{
+
+constexpr int slots = 64;
+
+// An id is slot + slots * generation: a destroyed guard's id never names a
+// later guard in the same slot (until the generation wraps past INT_MAX).
+struct slot {
+	int generation = 0;
+	std::shared_ptr<floor_guard> g;
+};
+
+std::mutex g_table_lock;
+std::array<slot, slots> g_table; // guarded by g_table_lock
+
+std::shared_ptr<floor_guard> find(int id)
+{
+	if (id < 0)
+		return nullptr;
+	std::lock_guard<std::mutex> lock(g_table_lock);
+	const slot &s = g_table[size_t(id % slots)];
+	if (s.g && s.generation == id / slots)
+		return s.g;
+	return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+int sockbuf_guard_new(unsigned int flags)
+{
+	int ret = sockbuf::guard::check_flags(flags);
+	if (ret < 0)
+		return ret;
+	sockbuf::probe::facts facts;
+	ret = sockbuf::probe::cached(&facts);
+	if (ret < 0)
+		return ret;
+	std::shared_ptr<floor_guard> g;
+	try {
+		g = std::make_shared<floor_guard>(flags);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	}
+	std::lock_guard<std::mutex> lock(g_table_lock);
+	for (int i = 0; i < slots; i++) {
+		slot &s = g_table[size_t(i)];
+		if (s.g)
+			continue;
+		s.generation = (s.generation + 1) % (0x7fffffff / slots);
+		s.g = std::move(g);
+		return i + slots * s.generation;
+	}
+	return -EMFILE;
+}
+
+int sockbuf_guard_destroy(int id)
+{
+	std::shared_ptr<floor_guard> g;
+	{
+		std::lock_guard<std::mutex> lock(g_table_lock);
+		if (id < 0)
+			return -EBADF;
+		slot &s = g_table[size_t(id % slots)];
+		if (!s.g || s.generation != id / slots)
+			return -EBADF;
+		g = std::move(s.g);
+	}
+	g->stop(); // joined here, outside the table lock
+	return 0;
+}
+
+int sockbuf_guard_add(int id, int fd, const struct sockbuf_floor *floor)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	if (!floor)
+		return -EINVAL;
+	return g->add(fd, *floor);
+}
+
+int sockbuf_guard_remove(int id, int fd)
+{
+	auto g = find(id);
+	return g ? g->remove(fd) : -EBADF;
+}
+
+int sockbuf_guard_pass(int id, struct sockbuf_guard_report *out)
+{
+	auto g = find(id);
+	return g ? g->pass(out) : -EBADF;
+}
+
+int sockbuf_guard_start(int id, unsigned int interval_us)
+{
+	auto g = find(id);
+	return g ? g->start(interval_us) : -EBADF;
+}
+
+int sockbuf_guard_stop(int id)
+{
+	auto g = find(id);
+	return g ? g->stop() : -EBADF;
+}
+
+int sockbuf_guard_timerfd(int id, unsigned int interval_us)
+{
+	auto g = find(id);
+	return g ? g->timerfd(interval_us) : -EBADF;
+}
+
+int sockbuf_guard_stats(int id, struct sockbuf_guard_totals *out)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	if (!out)
+		return -EINVAL;
+	g->stats(out);
+	return 0;
+}
+
+} // extern "C"

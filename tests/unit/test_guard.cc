@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// The floor guard on real sockets: every socket pushed below its floor is
+// found and raised again, unlocked; closed sockets leave by themselves;
+// bad input changes nothing.  Both ways of reading sizes (one inet_diag
+// dump, or getsockopt per socket) run the same checks.
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <memory>
+#include <random>
+#include <vector>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+constexpr int floor_size = 131072;
+
+// A guard destroyed on scope exit.
+struct guard_id {
+	int id;
+	explicit guard_id(unsigned int flags) : id(sockbuf_guard_new(flags)) {}
+	~guard_id()
+	{
+		if (id >= 0)
+			sockbuf_guard_destroy(id);
+	}
+	guard_id(const guard_id &) = delete;
+	guard_id &operator=(const guard_id &) = delete;
+};
+
+// Pushes a buffer below its floor the way a caller (or BPF) would: a plain
+// SO_SNDBUF, which also locks it.
+void push_below(int s)
+{
+	int small = 8192;
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ASSERT_LT(sndbuf(s), floor_size);
+}
+
+class Guard : public ::testing::TestWithParam<unsigned int>
+{
+};
+
+// Many connected sockets, a random third of them pushed below: one pass
+// must restore exactly those, and leave the others alone.
+TEST_P(Guard, OnePassRestoresEverySocketBelowAndNoOther)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP()
+		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
+	guard_id g(GetParam());
+	ASSERT_GE(g.id, 0);
+	constexpr int n = 60;
+	std::vector<std::unique_ptr<tcp_pair>> pairs;
+	struct sockbuf_floor fl = {floor_size, floor_size};
+	for (int i = 0; i < n; i++) {
+		pairs.push_back(std::make_unique<tcp_pair>());
+		ASSERT_TRUE(make_pair(pairs.back().get()));
+		ASSERT_EQ(sockbuf_set_initial_bufsize(pairs.back()->client, floor_size, floor_size,
+						      0, nullptr),
+			  0);
+		ASSERT_EQ(sockbuf_guard_add(g.id, pairs.back()->client, &fl), 0);
+	}
+	std::mt19937 rng(12345);
+	std::vector<bool> pushed(n, false);
+	int expect = 0;
+	for (int i = 0; i < n; i++)
+		if (rng() % 3 == 0) {
+			push_below(pairs[size_t(i)]->client);
+			pushed[size_t(i)] = true;
+			expect++;
+		}
+	ASSERT_GT(expect, 5);
+
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, n);
+	EXPECT_EQ(rep.below, expect);
+	EXPECT_EQ(rep.restored, expect);
+	EXPECT_EQ(rep.errors, 0);
+	EXPECT_EQ(rep.removed, 0);
+	EXPECT_EQ(rep.worst_depth, floor_size - 2 * 8192);
+	EXPECT_EQ(rep.diag, (GetParam() & SOCKBUF_GUARD_NO_DIAG) ? 0 : 1);
+	for (int i = 0; i < n; i++) {
+		int s = pairs[size_t(i)]->client;
+		EXPECT_GE(sndbuf(s), floor_size) << "socket " << i << " left below its floor";
+		EXPECT_EQ(buflock(s), 0) << "socket " << i << " left locked";
+	}
+	// Nothing is below now: a second pass changes nothing.
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.below, 0);
+	EXPECT_EQ(rep.restored, 0);
+
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.passes, 2u);
+	EXPECT_EQ(t.restored, uint64_t(expect));
+	EXPECT_EQ(t.sockets, n);
+	EXPECT_EQ(t.diag_err == 0, !(GetParam() & SOCKBUF_GUARD_NO_DIAG));
+}
+
+TEST_P(Guard, ClosedSocketsLeaveByThemselves)
+{
+	guard_id g(GetParam());
+	ASSERT_GE(g.id, 0);
+	struct sockbuf_floor fl = {0, 65536};
+	int a = tcp(), b = tcp();
+	fd keep(tcp());
+	ASSERT_EQ(sockbuf_guard_add(g.id, a, &fl), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, b, &fl), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, keep, &fl), 0);
+	::close(a);
+	::close(b);
+	fd reuse(udp()); // likely takes one of the closed numbers
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.removed, 2);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 1);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, keep), 0);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, keep), -ENOENT);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sources, Guard, ::testing::Values(0u, SOCKBUF_GUARD_NO_DIAG),
+			 [](const ::testing::TestParamInfo<unsigned int> &i) {
+				 return i.param ? "getsockopt" : "inet_diag";
+			 });
+
+TEST(GuardInput, BadInputIsRefusedAndChangesNothing)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	struct sockbuf_floor fl = {65536, 65536};
+	fd s(tcp());
+	EXPECT_EQ(sockbuf_guard_add(g.id, -1, &fl), -EBADF);
+	int closed = tcp();
+	::close(closed);
+	EXPECT_EQ(sockbuf_guard_add(g.id, closed, &fl), -EBADF);
+	fd file(::open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+	EXPECT_EQ(sockbuf_guard_add(g.id, file, &fl), -ENOTSOCK);
+	fd u(udp());
+	EXPECT_EQ(sockbuf_guard_add(g.id, u, &fl), -EPROTOTYPE);
+	fd unix_s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	EXPECT_EQ(sockbuf_guard_add(g.id, unix_s, &fl), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, nullptr), -EINVAL);
+	struct sockbuf_floor zero = {0, 0}, neg = {-1, 65536}, huge = {SOCKBUF_SIZE_MAX + 1, 0};
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, &zero), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, &neg), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, &huge), -EOVERFLOW);
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	if (p.rcvbuf_max > 0 && p.rcvbuf_max < SOCKBUF_SIZE_MAX) {
+		struct sockbuf_floor above = {0, p.rcvbuf_max + 2};
+		EXPECT_EQ(sockbuf_guard_add(g.id, s, &above), -ERANGE);
+	}
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 0) << "a refused add left a socket in the guard";
+
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, &fl), -EEXIST);
+	fd dup_s(::fcntl(s, F_DUPFD_CLOEXEC, 0));
+	EXPECT_EQ(sockbuf_guard_add(g.id, dup_s, &fl), -EEXIST) << "same socket, other fd";
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 1);
+
+	EXPECT_EQ(sockbuf_guard_new(1u << 20), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_start(g.id, 0), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_start(g.id, 99), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_timerfd(g.id, 60'000'001), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_stop(g.id), -ENOENT);
+	EXPECT_EQ(sockbuf_guard_stats(g.id, nullptr), -EINVAL);
+}
+
+TEST(GuardInput, DestroyedGuardIsEbadf)
+{
+	int id = sockbuf_guard_new(0);
+	ASSERT_GE(id, 0);
+	ASSERT_EQ(sockbuf_guard_destroy(id), 0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {65536, 0};
+	struct sockbuf_guard_totals t;
+	EXPECT_EQ(sockbuf_guard_destroy(id), -EBADF);
+	EXPECT_EQ(sockbuf_guard_add(id, s, &fl), -EBADF);
+	EXPECT_EQ(sockbuf_guard_remove(id, s), -EBADF);
+	EXPECT_EQ(sockbuf_guard_pass(id, nullptr), -EBADF);
+	EXPECT_EQ(sockbuf_guard_start(id, 1000), -EBADF);
+	EXPECT_EQ(sockbuf_guard_stats(id, &t), -EBADF);
+	EXPECT_EQ(sockbuf_guard_pass(-1, nullptr), -EBADF);
+	// A new guard in the same slot does not answer to the old id.
+	guard_id next(0);
+	ASSERT_GE(next.id, 0);
+	EXPECT_NE(next.id, id);
+	EXPECT_EQ(sockbuf_guard_pass(id, nullptr), -EBADF);
+}
+
+// The event-loop way: the timerfd becomes readable, a pass restores.
+TEST(GuardDrive, TimerfdInAPollLoop)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP()
+		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	// 200 ms: long enough that the timer cannot fire again between the
+	// pass and the check that the pass consumed it.
+	int tfd = sockbuf_guard_timerfd(g.id, 200'000);
+	ASSERT_GE(tfd, 0);
+	EXPECT_EQ(sockbuf_guard_timerfd(g.id, 1000), -EALREADY);
+	EXPECT_EQ(sockbuf_guard_start(g.id, 1000), -EALREADY);
+	push_below(s);
+	struct pollfd pfd = {tfd, POLLIN, 0};
+	ASSERT_EQ(::poll(&pfd, 1, 2000), 1) << "timer never fired";
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(s), floor_size);
+	// The pass consumed the expiration: not readable right away.
+	pfd.revents = 0;
+	EXPECT_EQ(::poll(&pfd, 1, 0), 0);
+}
+
+// The thread way: a socket pushed below comes back without the caller
+// doing anything; destroying the guard while its thread runs is safe.
+TEST(GuardDrive, BackgroundThreadRestoresAndDestroyStopsIt)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP()
+		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
+	int id = sockbuf_guard_new(0);
+	ASSERT_GE(id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(id, s, &fl), 0);
+	ASSERT_EQ(sockbuf_guard_start(id, 1000), 0);
+	EXPECT_EQ(sockbuf_guard_start(id, 1000), -EALREADY);
+	push_below(s);
+	// Bounded wait on the guard's own count, not a sleep.
+	struct sockbuf_guard_totals t = {};
+	for (int i = 0; i < 4000 && t.restored == 0; i++) {
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 1);
+		ASSERT_EQ(sockbuf_guard_stats(id, &t), 0);
+	}
+	EXPECT_EQ(t.restored, 1u) << "no restore within 4 s of 1 ms passes";
+	EXPECT_EQ(t.interval_us, 1000u);
+	EXPECT_GE(sndbuf(s), floor_size);
+	EXPECT_EQ(buflock(s), 0);
+	EXPECT_EQ(sockbuf_guard_destroy(id), 0); // thread still running
+	EXPECT_EQ(sockbuf_guard_stats(id, &t), -EBADF);
+}
+
+// A child shares its parent's sockets: its copy of the guard does not
+// run passes on them unless the guard was made to.
+TEST(GuardDrive, ForkedChildDoesNotRunTwice)
+{
+	guard_id plain(0), shared(SOCKBUF_GUARD_RUN_IN_CHILD);
+	ASSERT_GE(plain.id, 0);
+	ASSERT_GE(shared.id, 0);
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int a = sockbuf_guard_pass(plain.id, nullptr);
+		int b = sockbuf_guard_pass(shared.id, nullptr);
+		_exit(a == -ECHILD && b == 0 ? 0 : 1);
+	}
+	int status = 0;
+	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EQ(sockbuf_guard_pass(plain.id, nullptr), 0); // the parent runs it
+}
+
+} // namespace

@@ -18,6 +18,7 @@
 
 #include <sockbuf/sockbuf.h>
 
+#include <chrono>
 #include <system_error>
 #include <utility>
 #include <variant>
@@ -40,8 +41,16 @@ public:
 			throw std::system_error(error());
 		return std::get<0>(v_);
 	}
+	T &value()
+	{
+		if (!has_value())
+			throw std::system_error(error());
+		return std::get<0>(v_);
+	}
 	const T &operator*() const { return value(); }
 	const T *operator->() const { return &value(); }
+	T &operator*() { return value(); }
+	T *operator->() { return &value(); }
 	std::error_code error() const noexcept
 	{
 		return has_value() ? std::error_code{} : std::get<1>(v_);
@@ -139,6 +148,105 @@ inline result<report> restore_floor(int fd, const floor &f, flags fl = flags::no
 	if (ret < 0)
 		return make_error(ret);
 	return r;
+}
+
+// A floor guard owned by a scope: destroyed (thread stopped, timer closed)
+// with the object.  Movable, not copyable.
+//
+//   auto g = sockbuf::guard::make();
+//   g->add(conn_fd, r->floor());
+//   g->start(std::chrono::milliseconds(10));   // or poll g->timer_fd(...)
+class guard
+{
+public:
+	enum class flags : unsigned int {
+		none = 0,
+		allow_force = SOCKBUF_GUARD_ALLOW_FORCE,
+		reserve_mem = SOCKBUF_GUARD_RESERVE_MEM,
+		no_diag = SOCKBUF_GUARD_NO_DIAG,
+		run_in_child = SOCKBUF_GUARD_RUN_IN_CHILD,
+	};
+
+	static result<guard> make(flags f = flags::none)
+	{
+		int id = sockbuf_guard_new(unsigned(f));
+		if (id < 0)
+			return make_error(id);
+		return guard(id);
+	}
+
+	guard(guard &&o) noexcept : id_(std::exchange(o.id_, -1)) {}
+	guard &operator=(guard &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			id_ = std::exchange(o.id_, -1);
+		}
+		return *this;
+	}
+	guard(const guard &) = delete;
+	guard &operator=(const guard &) = delete;
+	~guard() { reset(); }
+
+	int id() const noexcept { return id_; }
+
+	std::error_code add(int fd, const floor &f) { return ec(sockbuf_guard_add(id_, fd, &f)); }
+	std::error_code remove(int fd) { return ec(sockbuf_guard_remove(id_, fd)); }
+
+	result<sockbuf_guard_report> pass()
+	{
+		sockbuf_guard_report r{};
+		int ret = sockbuf_guard_pass(id_, &r);
+		if (ret < 0)
+			return make_error(ret);
+		return r;
+	}
+
+	std::error_code start(std::chrono::microseconds interval)
+	{
+		return ec(sockbuf_guard_start(id_, interval_us(interval)));
+	}
+	std::error_code stop() { return ec(sockbuf_guard_stop(id_)); }
+
+	// The timerfd to poll; the guard owns it.
+	result<int> timer_fd(std::chrono::microseconds interval)
+	{
+		int ret = sockbuf_guard_timerfd(id_, interval_us(interval));
+		if (ret < 0)
+			return make_error(ret);
+		return ret;
+	}
+
+	result<sockbuf_guard_totals> stats() const
+	{
+		sockbuf_guard_totals t{};
+		int ret = sockbuf_guard_stats(id_, &t);
+		if (ret < 0)
+			return make_error(ret);
+		return t;
+	}
+
+private:
+	explicit guard(int id) : id_(id) {}
+	static std::error_code ec(int ret) { return ret < 0 ? make_error(ret) : std::error_code{}; }
+	// Out of range (0, or past what unsigned holds) stays out of range, so
+	// the C call refuses it with -EINVAL instead of a silent wrap.
+	static unsigned int interval_us(std::chrono::microseconds d)
+	{
+		auto n = d.count();
+		return n <= 0 ? 0u : n > 0xffffffffLL ? 0xffffffffu : unsigned(n);
+	}
+	void reset()
+	{
+		if (id_ >= 0)
+			sockbuf_guard_destroy(std::exchange(id_, -1));
+	}
+	int id_ = -1;
+};
+
+constexpr guard::flags operator|(guard::flags a, guard::flags b)
+{
+	return guard::flags(unsigned(a) | unsigned(b));
 }
 
 } // namespace sockbuf

@@ -65,3 +65,32 @@ TEST(Cxx, ProbeAndRestore)
 }
 
 } // namespace
+
+namespace
+{
+
+TEST(Cxx, GuardIsDestroyedWithItsScopeAndMoves)
+{
+	int id = -1;
+	{
+		auto g = sockbuf::guard::make();
+		ASSERT_TRUE(g) << g.error().message();
+		id = g->id();
+		fd s(tcp());
+		EXPECT_FALSE(g->add(s, {65536, 0}));
+		EXPECT_EQ(g->add(s, {65536, 0}), std::errc::file_exists);
+		EXPECT_EQ(g->start(std::chrono::microseconds(0)), std::errc::invalid_argument);
+		sockbuf::guard moved = std::move(*g);
+		EXPECT_EQ(moved.id(), id);
+		EXPECT_EQ(g->id(), -1);
+		auto r = moved.pass();
+		ASSERT_TRUE(r);
+		EXPECT_EQ(r->sockets, 1);
+		auto t = moved.stats();
+		ASSERT_TRUE(t);
+		EXPECT_EQ(t->passes, 1u);
+	}
+	EXPECT_EQ(sockbuf_guard_pass(id, nullptr), -EBADF) << "guard outlived its scope";
+}
+
+} // namespace

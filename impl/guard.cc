@@ -241,6 +241,7 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
 	stats_.last_pass_ns = p.duration_ns;
 	stats_.max_pass_ns = std::max(stats_.max_pass_ns, p.duration_ns);
+	stats_.total_pass_ns += p.duration_ns;
 	if (out)
 		*out = p;
 	return 0;

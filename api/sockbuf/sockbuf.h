@@ -494,6 +494,8 @@ struct sockbuf_guard_report {
  * @worst_depth:    the largest floor - size ever seen.
  * @max_pass_ns:    the longest pass.
  * @last_pass_ns:   the last pass.
+ * @total_pass_ns:  all passes together: divided by the time the guard has
+ *                  run, an upper bound on the share of a core it takes.
  * @diag_err:       0 while passes use inet_diag; otherwise why they use
  *                  getsockopt (-EPROTONOSUPPORT no inet_diag in this kernel,
  *                  -EACCES, ..., -EPERM for SOCKBUF_GUARD_NO_DIAG).
@@ -509,6 +511,7 @@ struct sockbuf_guard_totals {
 	int worst_depth;
 	int64_t max_pass_ns;
 	int64_t last_pass_ns;
+	int64_t total_pass_ns;
 	int diag_err;
 	unsigned int interval_us;
 	uint32_t reserved[8];

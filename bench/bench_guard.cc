@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// The floor guard's cost: one pass over 10, 1,000 and 10,000 registered,
+// established loopback sockets, sizes read from one inet_diag dump against
+// getsockopt per socket, next to a bare getsockopt loop over the same
+// sockets.  Nothing is below its floor, so no pass restores: this is the
+// price of looking.  BM_guard_thread_during_transfer reports the share of
+// wall time a 10 ms guard thread spends in passes during a bulk transfer.
+//
+// 10,000 connections need 20,000 descriptors: the benchmark raises
+// RLIMIT_NOFILE as far as it may and skips sizes it cannot hold.
+#include <sockbuf/sockbuf.h>
+
+#include <benchmark/benchmark.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace
+{
+
+// N established loopback connections; the client ends are what a guard
+// would hold.
+class connections
+{
+public:
+	explicit connections(int n)
+	{
+		listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in sa = {};
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t len = sizeof(sa);
+		if (listener_ < 0 || ::bind(listener_, (sockaddr *)&sa, sizeof(sa)) ||
+		    ::listen(listener_, 4096) || ::getsockname(listener_, (sockaddr *)&sa, &len))
+			return;
+		for (int i = 0; i < n; i++) {
+			int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (c < 0 || ::connect(c, (sockaddr *)&sa, sizeof(sa)) != 0) {
+				if (c >= 0)
+					::close(c);
+				return;
+			}
+			int s = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+			if (s < 0) {
+				::close(c);
+				return;
+			}
+			clients.push_back(c);
+			servers.push_back(s);
+		}
+		ok = true;
+	}
+	~connections()
+	{
+		for (int f : clients)
+			::close(f);
+		for (int f : servers)
+			::close(f);
+		if (listener_ >= 0)
+			::close(listener_);
+	}
+	connections(const connections &) = delete;
+	connections &operator=(const connections &) = delete;
+
+	bool ok = false;
+	std::vector<int> clients;
+	std::vector<int> servers; // servers[i] is clients[i]'s peer
+
+private:
+	int listener_ = -1;
+};
+
+bool room_for(int n)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return false;
+	rlim_t want = rlim_t(2 * n + 64);
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = std::min(want, rl.rlim_max);
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur >= want;
+}
+
+// A guard over every client end with a floor of 4608 (the smallest send
+// buffer): nothing is ever below it.
+int guard_over(const connections &c, unsigned int flags)
+{
+	int g = sockbuf_guard_new(flags);
+	struct sockbuf_floor fl = {4608, 2304};
+	for (int fd : c.clients)
+		if (g >= 0 && sockbuf_guard_add(g, fd, &fl) != 0)
+			return -1;
+	return g;
+}
+
+void guard_pass(benchmark::State &state, unsigned int flags)
+{
+	int n = int(state.range(0));
+	if (!room_for(n)) {
+		state.SkipWithError("RLIMIT_NOFILE too small for this many connections");
+		return;
+	}
+	connections c(n);
+	int g = c.ok ? guard_over(c, flags) : -1;
+	if (g < 0) {
+		state.SkipWithError("could not set up the connections or the guard");
+		return;
+	}
+	struct sockbuf_guard_report rep = {};
+	for (auto _ : state) {
+		sockbuf_guard_pass(g, &rep);
+		benchmark::DoNotOptimize(rep);
+	}
+	if (!(flags & SOCKBUF_GUARD_NO_DIAG) && rep.diag != 1)
+		state.SkipWithError("inet_diag not used: the dump figures would be getsockopt's");
+	state.counters["sockets"] = double(rep.sockets);
+	state.counters["ns_per_socket"] = benchmark::Counter(
+	    double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+	sockbuf_guard_destroy(g);
+}
+
+void BM_guard_pass_diag(benchmark::State &state)
+{
+	guard_pass(state, 0);
+}
+
+void BM_guard_pass_getsockopt(benchmark::State &state)
+{
+	guard_pass(state, SOCKBUF_GUARD_NO_DIAG);
+}
+
+// What a hand-written floor check costs: two getsockopt per socket.
+void BM_getsockopt_loop(benchmark::State &state)
+{
+	int n = int(state.range(0));
+	if (!room_for(n)) {
+		state.SkipWithError("RLIMIT_NOFILE too small for this many connections");
+		return;
+	}
+	connections c(n);
+	if (!c.ok) {
+		state.SkipWithError("could not set up the connections");
+		return;
+	}
+	for (auto _ : state) {
+		int below = 0;
+		for (int fd : c.clients) {
+			int v = 0;
+			socklen_t len = sizeof(v);
+			getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len);
+			below += v < 4608;
+			getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len);
+			below += v < 2304;
+		}
+		benchmark::DoNotOptimize(below);
+	}
+	state.counters["ns_per_socket"] = benchmark::Counter(
+	    double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// A 10 ms guard thread over 1,000 idle connections and one busy one while
+// the busy one moves data for the measured time: the share of wall time
+// spent inside passes (an upper bound on the guard's CPU share).
+void BM_guard_thread_during_transfer(benchmark::State &state)
+{
+	constexpr int idle = 1000;
+	if (!room_for(idle + 1)) {
+		state.SkipWithError("RLIMIT_NOFILE too small");
+		return;
+	}
+	connections c(idle + 1);
+	int g = c.ok ? guard_over(c, 0) : -1;
+	if (g < 0 || sockbuf_guard_start(g, 10'000) != 0) {
+		state.SkipWithError("could not set up the connections or the guard");
+		return;
+	}
+	// The busy pair: the last client writes, a thread drains its peer.
+	int writer = c.clients.back();
+	int peer = c.servers.back();
+	std::atomic<bool> stop{false};
+	std::thread reader([peer, &stop] {
+		std::vector<char> buf(1 << 16);
+		while (!stop.load(std::memory_order_relaxed))
+			if (::recv(peer, buf.data(), buf.size(), MSG_DONTWAIT) <= 0)
+				std::this_thread::yield();
+	});
+	std::vector<char> chunk(1 << 16, 'x');
+	struct sockbuf_guard_totals before = {}, after = {};
+	sockbuf_guard_stats(g, &before);
+	auto t0 = std::chrono::steady_clock::now();
+	uint64_t bytes = 0;
+	for (auto _ : state) {
+		ssize_t n = ::send(writer, chunk.data(), chunk.size(), MSG_DONTWAIT);
+		if (n > 0)
+			bytes += uint64_t(n);
+	}
+	auto wall = std::chrono::steady_clock::now() - t0;
+	sockbuf_guard_stats(g, &after);
+	stop = true;
+	reader.join();
+	sockbuf_guard_destroy(g);
+	double wall_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count());
+	state.counters["guard_share_pct"] =
+	    100.0 * double(after.total_pass_ns - before.total_pass_ns) / wall_ns;
+	state.counters["passes"] = double(after.passes - before.passes);
+	state.counters["MB_per_s"] = double(bytes) / wall_ns * 1e3;
+}
+
+BENCHMARK(BM_guard_pass_diag)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_guard_pass_getsockopt)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_getsockopt_loop)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_guard_thread_during_transfer)->MinTime(2.0)->Unit(benchmark::kMicrosecond);
+
+} // namespace
+
+BENCHMARK_MAIN();

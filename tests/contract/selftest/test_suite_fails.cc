@@ -9,12 +9,14 @@
 #include "clock.h"
 #include "flow_traffic.h"
 #include "netns.h"
+#include "report.h"
 #include "scenario.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace sockbuf::contract
@@ -182,6 +184,53 @@ TEST(SuiteFails, C2FailsForLockedSockets)
 	verdict v = judge_c2(r);
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+}
+
+TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)
+{
+	// The sampler is held up 120 ms once: a dip repaired in 60 ms could
+	// hide in that gap, so the library's 50 ms bound is not shown.
+	run_hooks h;
+	std::atomic<bool> held{false};
+	h.filter = [&held](int64_t t_us, const socket_record &, source, int64_t *, int64_t *) {
+		if (t_us >= inject_at_ms * 1000 && !held.exchange(true))
+			sleep_until_ns(now_ns() + 120'000'000);
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(held);
+	ASSERT_TRUE(r.data.ok());
+	EXPECT_GE(r.sampler.max_gap_ms, 120.0);
+	verdict v = judge_c3(r);
+	ASSERT_EQ(v.lib.o, outcome::unverified) << v.lib.why;
+	EXPECT_TRUE(v.lib.violations.empty());
+	EXPECT_GE(v.lib.gap_ms, 120.0);
+	EXPECT_EQ(v.lib.bound_ms, 50.0);
+	EXPECT_NE(v.lib.why.find("50 ms repair bound"), std::string::npos) << v.lib.why;
+	// Raw C3 has no time bound (any sample under the floor fails it).
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+
+	// Every report shows it as unverified, apart from passes and failures.
+	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
+		    {"profile", "quick"},
+		    {"privileged", true},
+		    {"seconds", r.seconds},
+		    {"sysctls", json::object()},
+		    {"features", json::object()},
+		    {"scenarios", json::array({scenario_json(r, {v}, false)})}};
+	const json &half = doc["scenarios"][0]["verdicts"][0]["library"];
+	EXPECT_EQ(half["verdict"], "unverified");
+	EXPECT_EQ(half["bound_ms"], 50.0);
+	EXPECT_GE(half["max_gap_ms"].get<double>(), 120.0);
+	std::string text = text_report(doc);
+	EXPECT_NE(text.find("ok/unverified"), std::string::npos) << text;
+	EXPECT_NE(text.find("Unverified (not failures):\n  C3 selftest library: samples up to"),
+		  std::string::npos)
+	    << text;
+	EXPECT_NE(text.find("raw: 1 pass, 0 FAIL, 0 skip, 0 unverified; library: 0 pass, 0 FAIL, 0 "
+			    "skip, 1 unverified"),
+		  std::string::npos)
+	    << text;
+	EXPECT_NE(markdown_report(doc).find("| unverified: samples up to"), std::string::npos);
 }
 
 } // namespace

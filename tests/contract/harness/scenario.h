@@ -28,6 +28,9 @@ struct run_hooks {
 	// Runs on its own thread once traffic started; must return by itself
 	// (bounded) and is joined after the traffic ends.
 	std::function<void(connection_set &, int64_t t0_ns)> during;
+	// After the traffic and the floor guard's schedule stopped, before
+	// the end-of-run snapshot that C3 and C7 judge.
+	std::function<void(connection_set &)> at_end;
 };
 
 // The traffic itself: move bytes over @set's connections until done or

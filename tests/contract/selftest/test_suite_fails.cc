@@ -55,6 +55,18 @@ scenario_result run(const run_hooks &hooks, bool paced = true)
 	return r;
 }
 
+// Half the floor, locked (stored doubled: 65536), small enough to break
+// the floor and large enough to keep the bytes flowing.
+constexpr int small_request = 32768, small_stored = 65536;
+
+void lower(int fd, bool snd, bool rcv)
+{
+	if (snd)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small_request, sizeof(small_request));
+	if (rcv)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small_request, sizeof(small_request));
+}
+
 // Lowers both buffers of every socket of @a to a small locked size from
 // the hook's own thread, once the traffic has run inject_at_ms.
 run_hooks shrink(arm a)
@@ -62,16 +74,30 @@ run_hooks shrink(arm a)
 	run_hooks h;
 	h.during = [a](connection_set &set, int64_t t0) {
 		sleep_until_ns(t0 + inject_at_ms * 1'000'000);
-		// Half the floor, locked (stored doubled: 65536), small enough to
-		// break the floor and large enough to keep the bytes flowing.
-		int small = 32768;
 		for (const auto &s : set.sockets)
-			if (s.a == a && s.r != role::listener) {
-				setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-				setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-			}
+			if (s.a == a && s.r != role::listener)
+				lower(s.fd, true, true);
 	};
 	return h;
+}
+
+// A violation about @what_part (a setup or end-state reading) on @arm_part.
+void expect_setup_violation(const half_verdict &h, const char *clause, const char *arm_part,
+			    const std::string &what_part, int64_t value, int64_t expected)
+{
+	ASSERT_EQ(h.o, outcome::fail) << h.why;
+	bool found = false;
+	for (const auto &v : h.violations)
+		if (v.what.find(what_part) != std::string::npos) {
+			found = true;
+			EXPECT_EQ(v.clause, clause);
+			EXPECT_EQ(v.scenario, name);
+			EXPECT_NE(v.socket.find(arm_part), std::string::npos) << v.socket;
+			EXPECT_EQ(v.value, value) << v.what;
+			EXPECT_EQ(v.floor, expected) << v.what;
+		}
+	EXPECT_TRUE(found) << "no violation about \"" << what_part
+			   << "\"; first: " << h.violations.front().what;
 }
 
 void expect_violation(const half_verdict &h, const char *clause, const char *arm_part,
@@ -184,6 +210,26 @@ TEST(SuiteFails, C2FailsForLockedSockets)
 	verdict v = judge_c2(r);
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+}
+
+TEST(SuiteFails, BufferLeftBelowTheFloorAtTheEndFailsC3Library)
+{
+	// Lowered after the guard's schedule stopped: the end-of-run reading
+	// comes before any restore, so C3 sees the buffer below its floor.
+	run_hooks h;
+	h.at_end = [](connection_set &set) {
+		for (const auto &s : set.sockets)
+			if (s.a == arm::lib_initial && s.r == role::client)
+				lower(s.fd, true, false);
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c3(r);
+	expect_setup_violation(v.lib, "C3", "/lib_initial/c2/client", "SO_SNDBUF at the end",
+			       small_stored, 131072);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+	// The guard's last pass still ran, after the reading, and repaired it.
+	EXPECT_GE(r.guard.restores, 1u);
 }
 
 TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)

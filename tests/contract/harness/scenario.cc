@@ -47,7 +47,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 
 	connection_set set;
 	std::string what;
-	int err = open_connections(spec.name, plan.arms, plan.sizes, &set, &what);
+	int err = open_connections(spec.name, plan.arms, plan.sizes, &set, &what, hooks.setup);
 	if (err < 0) {
 		out->data.errors.push_back(fmt::format("{}: {}", what, strerror(-err)));
 		out->sockets = set.sockets;

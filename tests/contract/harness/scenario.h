@@ -24,6 +24,7 @@ struct profile {
 
 // Test hooks: change what a run sees, to prove the suite can fail.
 struct run_hooks {
+	setup_hooks setup;
 	sample_filter filter;
 	// Runs on its own thread once traffic started; must return by itself
 	// (bounded) and is joined after the traffic ends.

@@ -212,6 +212,68 @@ TEST(SuiteFails, C2FailsForLockedSockets)
 	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
 }
 
+TEST(SuiteFails, BufferChangedRightAfterTheCallFailsC1Library)
+{
+	// Something else locks the client's receive buffer at half the size
+	// between sockbuf_set_initial_bufsize() returning and the suite's
+	// read-back: the kernel no longer holds what the report states.
+	run_hooks h;
+	h.setup.after_call = [](const socket_record &s) {
+		if (s.a == arm::lib_initial && s.r == role::client)
+			lower(s.fd, false, true);
+	};
+	scenario_result r = run(h);
+	verdict v = judge_c1(r);
+	expect_setup_violation(v.lib, "C1", "/lib_initial/c", "SO_RCVBUF read after the call",
+			       small_stored, 131072);
+	expect_setup_violation(v.lib, "C1", "/lib_initial/c", "SO_BUF_LOCK after the call", 2, 0);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+}
+
+TEST(SuiteFails, ListenerChangedBeforeAcceptFailsC4Library)
+{
+	// The library's listener is locked at half the floor after setup and
+	// before listen(): accepted sockets inherit that, not the floor.
+	run_hooks h;
+	h.setup.before_handshake = [](const socket_record &s) {
+		if (s.a == arm::lib_initial && s.r == role::listener)
+			lower(s.fd, true, true);
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c4(r);
+	expect_setup_violation(v.lib, "C4", "/lib_initial/c",
+			       "SO_RCVBUF at accept, below the floor", small_stored, 131072);
+	expect_setup_violation(v.lib, "C4", "/lib_initial/c", "SO_BUF_LOCK at accept, locked", 3,
+			       0);
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+	// The setup call itself was right: C1 read it before the change.
+	EXPECT_EQ(judge_c1(r).lib.o, outcome::pass);
+}
+
+TEST(SuiteFails, SmallLockedClientBeforeConnectFailsC5Library)
+{
+	// A small locked receive buffer on the library's client before
+	// connect(): it announces a smaller window scale than untouched.
+	run_hooks h;
+	h.setup.before_handshake = [](const socket_record &s) {
+		if (s.a == arm::lib_initial && s.r == role::client)
+			lower(s.fd, false, true);
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c5(r);
+	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	const violation &x = v.lib.violations.front();
+	EXPECT_EQ(x.clause, "C5");
+	EXPECT_NE(x.socket.find("/lib_initial/c2/client"), std::string::npos) << x.socket;
+	EXPECT_NE(x.what.find("window scale announced"), std::string::npos) << x.what;
+	EXPECT_GE(x.value, 0);
+	EXPECT_LT(x.value, x.floor) << "the locked small buffer announces a smaller scale";
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
+	EXPECT_EQ(judge_c1(r).lib.o, outcome::pass);
+}
+
 TEST(SuiteFails, BufferLeftBelowTheFloorAtTheEndFailsC3Library)
 {
 	// Lowered after the guard's schedule stopped: the end-of-run reading

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
 // The suite must be able to fail.  Each test runs a real scenario with
-// something deliberately wrong (a buffer lowered from a second thread while
-// traffic flows, or a violation injected into the sampler's input) and
-// checks that the matching clause FAILs with a report that names the
-// clause, scenario, socket, time, value and floor.  Controls show the same
-// runs pass where nothing was done wrong.
+// something deliberately wrong (a buffer changed from another thread, at a
+// setup step, or after the floor guard stopped; a delayed or falsified
+// sample; a library reading falsified through the syscall seam) and checks
+// that the matching clause FAILs, or for too sparse samples is unverified,
+// with a report that names the clause, scenario, socket, time, value and
+// the expected value.  Every clause C1-C7 has at least one such test.
+// Controls show the same runs pass where nothing was done wrong.
 #include "clauses.h"
 #include "clock.h"
 #include "flow_traffic.h"
 #include "netns.h"
 #include "report.h"
 #include "scenario.h"
+#include "sys.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -272,6 +275,48 @@ TEST(SuiteFails, SmallLockedClientBeforeConnectFailsC5Library)
 	EXPECT_LT(x.value, x.floor) << "the locked small buffer announces a smaller scale";
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 	EXPECT_EQ(judge_c1(r).lib.o, outcome::pass);
+}
+
+// C7: the library's own getsockopt(SO_SNDBUF) on one socket answers twice
+// what the kernel holds, through the syscall seam (a library that
+// misreads).  Armed once traffic runs, so setup reports stay honest.
+std::atomic<int> misread_fd{-1};
+
+int misread_sndbuf(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	if (fd != misread_fd.load() || level != SOL_SOCKET || opt != SO_SNDBUF)
+		return sockbuf::sys::pass;
+	if (::getsockopt(fd, level, opt, val, len) < 0)
+		return -errno;
+	*static_cast<int *>(val) *= 2;
+	return 0;
+}
+
+TEST(SuiteFails, LibraryMisreadingItsSizeFailsC7Library)
+{
+	run_hooks h;
+	h.during = [](connection_set &set, int64_t) {
+		for (const auto &s : set.sockets)
+			if (s.a == arm::lib_locked && s.r == role::client)
+				misread_fd = s.fd;
+	};
+	static const sockbuf::sys::hooks seam = {misread_sndbuf, nullptr, nullptr};
+	sockbuf::sys::set_hooks(&seam);
+	scenario_result r = run(h);
+	sockbuf::sys::set_hooks(nullptr);
+	misread_fd = -1;
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c7(r);
+	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	ASSERT_EQ(v.lib.violations.size(), 1u) << v.lib.why;
+	const violation &x = v.lib.violations.front();
+	EXPECT_EQ(x.clause, "C7");
+	EXPECT_NE(x.socket.find("/lib_locked/c4/client"), std::string::npos) << x.socket;
+	EXPECT_EQ(x.what, "sockbuf_get_state sndbuf after traffic (inet_diag)");
+	EXPECT_EQ(x.value, 2 * x.floor);
+	EXPECT_EQ(x.floor, 131072) << "inet_diag shows the locked size";
+	// The kernel agrees with itself: the independent reading is right.
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 }
 
 TEST(SuiteFails, BufferLeftBelowTheFloorAtTheEndFailsC3Library)

@@ -153,6 +153,7 @@ struct verdict {
 struct scenario_result {
 	std::string name;
 	std::string skip_reason; // non-empty: did not run
+	std::string aborted;	 // non-empty: setup failed, no traffic ran
 	double seconds = 0;
 	integrity data;
 	sampler_stats sampler;

@@ -161,6 +161,8 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	j["name"] = r.name;
 	if (!r.skip_reason.empty())
 		j["skip_reason"] = r.skip_reason;
+	if (!r.aborted.empty())
+		j["aborted"] = r.aborted;
 	j["seconds"] = r.seconds;
 	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
 	j["needs_growth"] = r.needs_growth;

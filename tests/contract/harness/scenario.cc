@@ -49,7 +49,8 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	std::string what;
 	int err = open_connections(spec.name, plan.arms, plan.sizes, &set, &what, hooks.setup);
 	if (err < 0) {
-		out->data.errors.push_back(fmt::format("{}: {}", what, strerror(-err)));
+		out->aborted = fmt::format("{}: {}", what, strerror(-err));
+		out->data.errors.push_back(out->aborted);
 		out->sockets = set.sockets;
 		if (plan.cleanup)
 			plan.cleanup();

@@ -12,6 +12,7 @@
 #include "flow_traffic.h"
 #include "netns.h"
 #include "report.h"
+#include "runner.h"
 #include "scenario.h"
 #include "sys.h"
 
@@ -384,6 +385,31 @@ TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)
 		  std::string::npos)
 	    << text;
 	EXPECT_NE(markdown_report(doc).find("| unverified: samples up to"), std::string::npos);
+}
+
+TEST(SuiteFails, ScenarioAbortedAtSetupFailsAndJudgesNoClause)
+{
+	// The raw arm's client is made a listener before connect(): the
+	// kernel refuses the connection and the scenario stops at setup.
+	run_hooks h;
+	h.setup.before_handshake = [](const socket_record &s) {
+		if (s.a == arm::raw_unlock && s.r == role::client)
+			listen(s.fd, 1);
+	};
+	scenario_result r = run(h);
+	ASSERT_FALSE(r.aborted.empty());
+	EXPECT_EQ(r.aborted.rfind("connect: ", 0), 0u) << r.aborted;
+	EXPECT_EQ(r.data.flows, 0u);
+	std::vector<verdict> vs = judge_scenario(r, {});
+	ASSERT_EQ(vs.size(), 1 + all_clauses().size());
+	EXPECT_EQ(vs[0].clause, "I");
+	EXPECT_EQ(vs[0].lib.o, outcome::fail);
+	for (size_t i = 1; i < vs.size(); i++) {
+		EXPECT_EQ(vs[i].raw.o, outcome::skip) << vs[i].clause;
+		EXPECT_EQ(vs[i].lib.o, outcome::skip) << vs[i].clause;
+		EXPECT_EQ(vs[i].lib.why, "scenario aborted at setup: " + r.aborted);
+	}
+	EXPECT_EQ(scenario_json(r, vs, false)["aborted"], r.aborted);
 }
 
 } // namespace

@@ -54,9 +54,16 @@ verdict judge_c3(const scenario_result &r)
 {
 	verdict v = make_verdict("C3", r);
 	uint64_t samples = 0;
+	// Raw has no time bound (any sample under the floor fails it); its
+	// longest gap is stated so that a reader sees how short a dip could
+	// have gone unseen.
+	widest_gap raw_gap;
+	widen(&raw_gap, int64_t(r.sampler.max_gap_ms * 1e3), "between sampling cycles");
 	int n = for_arm(r, arm::raw_unlock, [&](const socket_record &s) {
 		for (const auto &nt : tracks_of(s)) {
 			samples += nt.t->samples;
+			if (nt.t->samples)
+				widen(&raw_gap, nt.t->max_gap_us, nt.what);
 			if (nt.floor > 0 && nt.t->below_floor)
 				add_violation(&v.raw, "C3", r, s, nt.what,
 					      double(nt.t->first_below_us) / 1e3,
@@ -65,7 +72,8 @@ verdict judge_c3(const scenario_result &r)
 	});
 	const char *sources = r.sampler.diag_err ? " (getsockopt only: inet_diag unavailable)" : "";
 	settle(&v.raw, n,
-	       fmt::format("{} sockets, {} samples, none under the floor{}", n, samples, sources),
+	       fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms), none under the floor{}",
+			   n, samples, double(raw_gap.us) / 1e3, sources),
 	       "no raw sockets");
 
 	samples = 0;

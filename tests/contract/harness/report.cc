@@ -344,6 +344,11 @@ std::string markdown_report(const json &doc)
 			out += fmt::format("Skipped: {}\n\n", s["skip_reason"].get<std::string>());
 			continue;
 		}
+		if (s.contains("aborted")) {
+			out += fmt::format("Aborted at setup, no traffic: {}\n\n",
+					   s["aborted"].get<std::string>());
+			continue;
+		}
 		out +=
 		    fmt::format("{:.1f} s, sampler {:.0f} Hz (longest gap {:.1f} ms)",
 				s["seconds"].get<double>(), s["sampler"]["rate_hz"].get<double>(),

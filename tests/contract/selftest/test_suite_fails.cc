@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 
 namespace sockbuf::contract
 {
@@ -83,6 +84,18 @@ run_hooks shrink(arm a)
 				lower(s.fd, true, true);
 	};
 	return h;
+}
+
+// The document sockbuf-contract reports from, for one scenario's run.
+json report_of(const scenario_result &r, const std::vector<verdict> &verdicts)
+{
+	return {{"kernel", {{"release", "test"}, {"version", "test"}}},
+		{"profile", "quick"},
+		{"privileged", true},
+		{"seconds", r.seconds},
+		{"sysctls", json::object()},
+		{"features", json::object()},
+		{"scenarios", json::array({scenario_json(r, verdicts, false)})}};
 }
 
 // A violation about @what_part (a setup or end-state reading) on @arm_part.
@@ -364,13 +377,7 @@ TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 
 	// Every report shows it as unverified, apart from passes and failures.
-	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
-		    {"profile", "quick"},
-		    {"privileged", true},
-		    {"seconds", r.seconds},
-		    {"sysctls", json::object()},
-		    {"features", json::object()},
-		    {"scenarios", json::array({scenario_json(r, {v}, false)})}};
+	json doc = report_of(r, {v});
 	const json &half = doc["scenarios"][0]["verdicts"][0]["library"];
 	EXPECT_EQ(half["verdict"], "unverified");
 	EXPECT_EQ(half["bound_ms"], 50.0);
@@ -409,7 +416,59 @@ TEST(SuiteFails, ScenarioAbortedAtSetupFailsAndJudgesNoClause)
 		EXPECT_EQ(vs[i].lib.o, outcome::skip) << vs[i].clause;
 		EXPECT_EQ(vs[i].lib.why, "scenario aborted at setup: " + r.aborted);
 	}
-	EXPECT_EQ(scenario_json(r, vs, false)["aborted"], r.aborted);
+	json doc = report_of(r, vs);
+	EXPECT_EQ(doc["scenarios"][0]["aborted"], r.aborted);
+	EXPECT_NE(markdown_report(doc).find("Aborted at setup, no traffic: " + r.aborted),
+		  std::string::npos);
+}
+
+// request_response with the quick profile's sizes, and the library's
+// client locked at its initial size before connect() on the first @locked
+// connections: at the floor, so the floor guard leaves them locked.
+scenario_result request_response_locking(int locked)
+{
+	run_hooks h;
+	auto done = std::make_shared<int>(0);
+	h.setup.before_handshake = [locked, done](const socket_record &s) {
+		if (s.a == arm::lib_initial && s.r == role::client && *done < locked) {
+			int half = s.snd.requested / 2; // stored doubled: the initial size
+			setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &half, sizeof(half));
+			setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &half, sizeof(half));
+			++*done;
+		}
+	};
+	const scenario_spec *rr = nullptr;
+	for (const auto &sp : all_scenarios())
+		if (std::string(sp.name) == "request_response")
+			rr = &sp;
+	profile prof;
+	scenario_result r;
+	run_scenario(*rr, prof, h, &r);
+	return r;
+}
+
+TEST(SuiteFails, C2InRequestResponseNeedsAMajorityOfConnections)
+{
+	// Two of the library arm's three connections (c2, c7) locked: the
+	// third growing no longer passes the arm, and both locked ones are
+	// named.
+	scenario_result r = request_response_locking(2);
+	ASSERT_TRUE(r.data.ok()) << (r.data.errors.empty() ? "" : r.data.errors[0]);
+	verdict v = judge_c2(r);
+	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	bool named[2] = {false, false};
+	for (const auto &x : v.lib.violations) {
+		EXPECT_EQ(x.clause, "C2");
+		EXPECT_NE(x.socket.find("request_response/lib_initial/"), std::string::npos);
+		EXPECT_NE(x.what.find("of 3 connections grew, 2 needed"), std::string::npos)
+		    << x.what;
+		EXPECT_EQ(x.value, 131072) << "a locked buffer stays at its initial size";
+		named[0] |= x.socket == "request_response/lib_initial/c2/client";
+		named[1] |= x.socket == "request_response/lib_initial/c7/client";
+	}
+	EXPECT_TRUE(named[0] && named[1]) << v.lib.why;
+	// Control: the raw arm, nothing locked, in the same run.
+	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 }
 
 } // namespace

@@ -34,7 +34,7 @@ std::vector<named_track> tracks_of(const socket_record &s)
 		{&s.diag_rcv, "SK_MEMINFO_RCVBUF (inet_diag)", s.rcv.floor}};
 }
 
-// Where the samples of the library arm were furthest apart.
+// The longest time a buffer went unread, and where.
 struct widest_gap {
 	int64_t us = 0;
 	std::string where;

@@ -99,7 +99,7 @@ json report_of(const scenario_result &r, const std::vector<verdict> &verdicts)
 }
 
 // A violation about @what_part (a setup or end-state reading) on @arm_part.
-void expect_setup_violation(const half_verdict &h, const char *clause, const char *arm_part,
+void expect_violation_about(const half_verdict &h, const char *clause, const char *arm_part,
 			    const std::string &what_part, int64_t value, int64_t expected)
 {
 	ASSERT_EQ(h.o, outcome::fail) << h.why;
@@ -241,9 +241,9 @@ TEST(SuiteFails, BufferChangedRightAfterTheCallFailsC1Library)
 	};
 	scenario_result r = run(h);
 	verdict v = judge_c1(r);
-	expect_setup_violation(v.lib, "C1", "/lib_initial/c", "SO_RCVBUF read after the call",
+	expect_violation_about(v.lib, "C1", "/lib_initial/c", "SO_RCVBUF read after the call",
 			       small_stored, 131072);
-	expect_setup_violation(v.lib, "C1", "/lib_initial/c", "SO_BUF_LOCK after the call", 2, 0);
+	expect_violation_about(v.lib, "C1", "/lib_initial/c", "SO_BUF_LOCK after the call", 2, 0);
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 }
 
@@ -259,9 +259,9 @@ TEST(SuiteFails, ListenerChangedBeforeAcceptFailsC4Library)
 	scenario_result r = run(h);
 	ASSERT_TRUE(r.data.ok());
 	verdict v = judge_c4(r);
-	expect_setup_violation(v.lib, "C4", "/lib_initial/c",
+	expect_violation_about(v.lib, "C4", "/lib_initial/c",
 			       "SO_RCVBUF at accept, below the floor", small_stored, 131072);
-	expect_setup_violation(v.lib, "C4", "/lib_initial/c", "SO_BUF_LOCK at accept, locked", 3,
+	expect_violation_about(v.lib, "C4", "/lib_initial/c", "SO_BUF_LOCK at accept, locked", 3,
 			       0);
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 	// The setup call itself was right: C1 read it before the change.
@@ -346,7 +346,7 @@ TEST(SuiteFails, BufferLeftBelowTheFloorAtTheEndFailsC3Library)
 	scenario_result r = run(h);
 	ASSERT_TRUE(r.data.ok());
 	verdict v = judge_c3(r);
-	expect_setup_violation(v.lib, "C3", "/lib_initial/c2/client", "SO_SNDBUF at the end",
+	expect_violation_about(v.lib, "C3", "/lib_initial/c2/client", "SO_SNDBUF at the end",
 			       small_stored, 131072);
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 	// The guard's last pass still ran, after the reading, and repaired it.

@@ -117,6 +117,19 @@ void expect_violation_about(const half_verdict &h, const char *clause, const cha
 			   << "\"; first: " << h.violations.front().what;
 }
 
+// A control of C3's library half: a pass, or, on a machine so loaded that
+// samples were further apart than the bound, unverified with that gap;
+// never a failure, never unverified without the gap.
+void expect_pass_unless_sparse(const half_verdict &h)
+{
+	if (h.o == outcome::unverified) {
+		EXPECT_GT(h.gap_ms, h.bound_ms) << h.why;
+		EXPECT_TRUE(h.violations.empty()) << h.why;
+	} else {
+		EXPECT_EQ(h.o, outcome::pass) << h.why;
+	}
+}
+
 void expect_violation(const half_verdict &h, const char *clause, const char *arm_part,
 		      int64_t floor)
 {
@@ -142,7 +155,7 @@ TEST(SuiteFails, LoweredUnlockedBufferFailsC3Raw)
 	EXPECT_EQ(v.raw.violations.front().value, 65536)
 	    << "the lowered size, as the kernel stores it";
 	// Nothing touched the library arm: its verdict stays a pass.
-	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	expect_pass_unless_sparse(v.lib);
 }
 
 TEST(SuiteFails, LoweredLockedBufferFailsC6Library)
@@ -164,7 +177,7 @@ TEST(SuiteFails, LoweredLibraryBufferIsRestoredByTheGuard)
 	EXPECT_GE(r.guard.restores, 1u);
 	EXPECT_EQ(r.guard.restore_errors, 0u);
 	verdict v = judge_c3(r);
-	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	expect_pass_unless_sparse(v.lib);
 	EXPECT_NE(v.lib.why.find("restores"), std::string::npos) << v.lib.why;
 }
 

@@ -46,10 +46,7 @@ json failed_scenario(const std::string &name, const std::string &why,
 	} else {
 		run_scenario(spec, opt.prof, {}, &r);
 	}
-	if (!r.skip_reason.empty())
-		verdicts = skipped_verdicts(spec.name, r.skip_reason, opt.clauses);
-	else
-		verdicts = judge_all(r, opt.clauses);
+	verdicts = judge_scenario(r, opt.clauses);
 	std::string text = scenario_json(r, verdicts, opt.series).dump();
 	size_t done = 0;
 	while (done < text.size()) {
@@ -64,6 +61,20 @@ json failed_scenario(const std::string &name, const std::string &why,
 }
 
 } // namespace
+
+std::vector<verdict> judge_scenario(const scenario_result &r, const std::vector<std::string> &only)
+{
+	if (!r.skip_reason.empty())
+		return skipped_verdicts(r.name, r.skip_reason, only);
+	if (r.aborted.empty())
+		return judge_all(r, only);
+	// Half-built connections prove nothing about any clause: the run
+	// fails on integrity (no traffic) and every clause says why.
+	std::vector<verdict> v =
+	    skipped_verdicts(r.name, "scenario aborted at setup: " + r.aborted, only);
+	v[0] = judge_integrity(r);
+	return v;
+}
 
 json run_in_namespace(const scenario_spec &spec, const run_options &opt)
 {

@@ -18,4 +18,9 @@ struct run_options {
 
 json run_in_namespace(const scenario_spec &spec, const run_options &opt);
 
+// The verdicts of one run: every clause skipped with the reason when the
+// scenario did not run or aborted at setup (integrity then fails),
+// otherwise judge_all().
+std::vector<verdict> judge_scenario(const scenario_result &r, const std::vector<std::string> &only);
+
 } // namespace sockbuf::contract

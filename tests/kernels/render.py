@@ -13,6 +13,10 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kmatrix.outcome import (REPAIR_BOUND_MS, contract_failure, effective_status,  # noqa: E402
+                             library_verdict)
+
 SIZE = 131072  # the size the guest check asks set_initial/lock for
 
 # The kernel code that shrinks an unlocked send buffer under memory
@@ -91,12 +95,16 @@ def c1(res):
         kb(initial(r0["receiver"], "rcvbuf")), kb(initial(r0["sender"], "sndbuf")),
         lock(r0["receiver"]["start"]["lock"]))
     l0 = lib[0]
-    rcv_ok = all(initial(r["receiver"], "rcvbuf") == SIZE for r in lib)
+    # Both directions must read the request: a send buffer left at the
+    # kernel's default (no unlocked way before SO_BUF_LOCK) is not in force.
+    ok = all(initial(r["receiver"], "rcvbuf") == SIZE and initial(r["sender"], "sndbuf") == SIZE
+             for r in lib)
     snd = [initial(r["sender"], "sndbuf") for r in lib]
     strat = "%s/%s" % (l0["receiver"]["strategy"]["rcv"], l0["sender"]["strategy"]["snd"])
-    lib_cell = "%s rcv %s, snd %s (%s), %s" % (
-        "holds:" if rcv_ok else "FAILS:", kb(initial(l0["receiver"], "rcvbuf")),
-        "/".join(sorted({kb(s) for s in snd})), strat, lock(l0["receiver"]["start"]["lock"]))
+    lib_cell = "%s rcv %s, snd %s of %s (%s), %s" % (
+        "holds:" if ok else "FAILS:", kb(initial(l0["receiver"], "rcvbuf")),
+        "/".join(sorted({kb(s) for s in snd})), kb(SIZE), strat,
+        lock(l0["receiver"]["start"]["lock"]))
     return raw_cell, lib_cell
 
 
@@ -237,20 +245,34 @@ def _cell_fails(cell):
     return any(w in cell for w in FAIL_WORDS)
 
 
+def has_checks(res):
+    """Whether the kernel check ran (its cells mean something even when
+    the contract suite failed on that kernel)."""
+    return any(k.startswith("check-") for k in (res.get("sections") or {}))
+
+
+def judged_contract(res):
+    """The contract document when it judged something, else None."""
+    c = contract_rows(res)
+    return c if c and not contract_failure(res) else None
+
+
 def summary_rows(results):
-    """[clause, raw holds, raw fails, library holds, library fails]."""
-    ok = [r for r in results if r.get("status") == "ok"]
+    """[clause, raw holds, raw fails, library holds, library fails,
+    library unverified]."""
+    ok = [r for r in results if has_checks(r) or judged_contract(r)]
     checks = {"C1": c1, "C2": c2, "C3": c3, "C5": c5}
     rows = []
     for cl in ("C1", "C2", "C3", "C4", "C5", "C6", "C7"):
         cols = {"raw": ([], []), "library": ([], [])}
+        unverified = []
         for r in ok:
             cells = None
             if cl in checks:
                 cells = checks[cl](r)
             elif cl == "C6":
                 cells = (c6(r), c6(r))
-            con = _verdicts(contract_rows(r) or {}).get(cl, {})
+            con = _verdicts(judged_contract(r) or {}).get(cl, {})
             for i, side in enumerate(("raw", "library")):
                 failed = False
                 seen = False
@@ -271,9 +293,12 @@ def summary_rows(results):
                     tag = "%s (check)" % r["name"]
                 elif failed and cells and _cell_fails(cells[i]):
                     tag = tag[:-1] + ", check)" if tag.endswith(")") else tag + " (check)"
+                if d and d["unverified"] and side == "library":
+                    unverified.append("%s (%s)" % (r["name"], ", ".join(d["unverified"])))
                 if seen:
                     cols[side][1 if failed else 0].append(tag)
-        rows.append([cl] + [", ".join(x) or "-" for side in ("raw", "library") for x in cols[side]])
+        rows.append([cl] + [", ".join(x) or "-" for side in ("raw", "library") for x in cols[side]]
+                    + [", ".join(unverified) or "-"])
     return rows
 
 
@@ -317,7 +342,8 @@ def render(results, summary):
         facts = r.get("sections", {}).get("facts", {})
         pk = "<br>".join("%s %s (%s)" % (p["name"], p["version"], p["suite"])
                          for p in r.get("packages", [])) or "-"
-        st = r.get("status", "?") + ((": " + r["reason"]) if r.get("reason") else "")
+        status, reason = effective_status(r)
+        st = status + ((": " + reason) if reason else "")
         L.append("| %s |" % " | ".join(esc(x) for x in (
             r["name"], r.get("release", "-"), r.get("where", "-"), pk,
             features(r) if r.get("sections") else "-",
@@ -336,7 +362,8 @@ def render(results, summary):
     L.append("| kernel | C1 raw | C1 library | C2 raw | C2 library | C3 raw | C3 library | C5 raw | C5 library | C6 |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        if r.get("status") != "ok":
+        # A kernel whose contract run failed still has its check's cells.
+        if not has_checks(r):
             L.append("| %s | %s |" % (r["name"], " | ".join(["skipped" if r.get("status") == "skip" else "failed"] * 9)))
             continue
         cells = [*c1(r), *c2(r), *c3(r), *c5(r), c6(r)]
@@ -347,8 +374,8 @@ def render(results, summary):
     L.append("From the table above (the check's own runs) and, where present, the "
              "contract suite's verdicts below.")
     L.append("")
-    L.append("| clause | raw holds | raw fails | library holds | library fails |")
-    L.append("|---|---|---|---|---|")
+    L.append("| clause | raw holds | raw fails | library holds | library fails | library unverified |")
+    L.append("|---|---|---|---|---|---|")
     for row in summary_rows(results):
         L.append("| %s |" % " | ".join(esc(c) for c in row))
     L.append("")
@@ -370,7 +397,7 @@ def render(results, summary):
                                       kb(sd["min"]["sndbuf"]),
                                       code_link(r.get("release"), MODERATE)))
     for r in results:
-        c = contract_rows(r)
+        c = judged_contract(r)
         if not c:
             continue
         for cl, sides in _verdicts(c).items():
@@ -390,17 +417,23 @@ def render(results, summary):
 
 
 def _verdicts(c):
-    """{clause: {"raw"|"library": {"pass": [...], "fail": [(scenario, why)], "skip": [...]}}}"""
+    """{clause: {"raw"|"library": {"pass": [...], "fail": [(scenario, why)], "skip": [...],
+    "unverified": [...], "gap_ms": longest gap of the unverified ones}}}"""
     agg = {}
     for sc in c.get("scenarios", []):
         for v in sc.get("verdicts", []):
             for side in ("raw", "library"):
                 d = agg.setdefault(v["clause"], {}).setdefault(
-                    side, {"pass": [], "fail": [], "skip": []})
-                verdict = v.get(side, {}).get("verdict", "skip").lower()
-                key = "pass" if verdict == "pass" else "fail" if verdict == "fail" else "skip"
+                    side, {"pass": [], "fail": [], "skip": [], "unverified": [], "gap_ms": 0})
+                verdict = (library_verdict(sc, v) if side == "library"
+                           else v.get(side, {}).get("verdict", "skip").lower())
+                key = verdict if verdict in ("pass", "fail", "unverified") else "skip"
                 d[key].append((sc["name"], v.get(side, {}).get("why", "")) if key == "fail"
                               else sc["name"])
+                if key == "unverified":
+                    half = v.get(side, {})
+                    d["gap_ms"] = max(d["gap_ms"], half.get(
+                        "max_gap_ms", sc.get("sampler", {}).get("max_gap_ms", 0)))
     return agg
 
 
@@ -414,6 +447,9 @@ def _side_cell(d, release, clause):
         if clause == "C3" and "sndbuf" in why.lower():
             txt += " (" + code_link(release, MODERATE) + ")"
         parts.append(txt)
+    if d["unverified"]:
+        parts.append("%d unverified (samples up to %.0f ms apart, bound %.0f ms: %s)" % (
+            len(d["unverified"]), d["gap_ms"], REPAIR_BOUND_MS, ", ".join(d["unverified"])))
     if d["skip"]:
         parts.append("%d skip" % len(d["skip"]))
     return "; ".join(parts)
@@ -425,7 +461,12 @@ def render_contract(con):
     L = ["`sockbuf-contract` (docs/contract.md) inside each guest, "
          "`--allow-global-changes` (its `pressure` scenario lowers `tcp_mem`); "
          "the host runs it without global changes.  Each cell counts the "
-         "scenarios; failures are listed with the suite's own reason.", ""]
+         "scenarios; failures are listed with the suite's own reason.  A C3 "
+         "library verdict whose samples were further apart than the guard's "
+         "%.0f ms repair bound is *unverified*, not a pass (results recorded "
+         "before the suite reported that itself are read the same way).  A run "
+         "in which no scenario carried traffic judged nothing: it is listed "
+         "as failed, without verdicts." % REPAIR_BOUND_MS, ""]
     clauses = []
     for _, _, c in con:
         for cl in _verdicts(c):
@@ -434,8 +475,13 @@ def render_contract(con):
     L.append("| kernel | exit | clause | raw kernel property | library guarantee |")
     L.append("|---|---|---|---|---|")
     for name, res, c in con:
-        agg = _verdicts(c)
         rc = res.get("section_rc", {}).get("contract", "?")
+        failure = contract_failure(res)
+        if failure:
+            L.append("| %s | %s | all | **FAILED RUN**: %s | **FAILED RUN** |" % (
+                name, rc, esc(failure)))
+            continue
+        agg = _verdicts(c)
         for cl in clauses:
             d = agg.get(cl, {})
             L.append("| %s | %s | %s | %s | %s |" % (

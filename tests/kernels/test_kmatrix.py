@@ -111,6 +111,69 @@ class RenderTest(unittest.TestCase):
         runs[1]["receiver"] = _track(131072, 131072, 131072, 131072, ws=1)
         self.assertIn("FAILS: set_initial 1", render.render([r], None))
 
+    def test_library_c1_needs_both_directions(self):
+        # A send buffer left at the kernel's 85K (no SO_BUF_LOCK) is not
+        # the 128K asked for, whatever the receive side does.
+        r = self.result()
+        for x in r["sections"]["check-rtt50"]["runs"][1:2]:
+            x["sender"] = _track(87040, 87040, 4194304, 16384)
+            x["sender"]["strategy"]["snd"] = "default"
+        text = render.render([r], None)
+        self.assertIn("FAILS: rcv 128K, snd 85K of 128K (unlock/default)", text)
+        self.assertNotIn("holds: rcv 128K, snd 85K", text)
+
+    def contract(self, scenarios):
+        return {"suite": "sockbuf-contract", "scenarios": scenarios}
+
+    def scenario(self, name, c3_lib="pass", gap=10.0, errors=(), flows=5, **extra):
+        half = lambda v: {"verdict": v, "why": "w", "violations_total": 0, "violations": []}
+        s = {"name": name, "sampler": {"max_gap_ms": gap},
+             "integrity": {"flows": flows, "errors": list(errors)},
+             "verdicts": [{"clause": "I", "raw": half("pass"), "library": half("pass")},
+                          {"clause": "C3", "raw": half("pass"), "library": half(c3_lib)}]}
+        s.update(extra)
+        return s
+
+    def test_every_scenario_aborted_is_a_failed_run(self):
+        r = self.result()
+        why = "raw_unlock listener setup: Protocol not available"
+        r["sections"]["contract"] = self.contract(
+            [self.scenario(n, errors=[why], flows=0) for n in ("bulk", "parallel")])
+        r["section_rc"]["contract"] = 1
+        text = render.render([r], None)
+        row = [l for l in text.splitlines() if l.startswith("| 9.9 | 9.9.0-1-amd64")][0]
+        self.assertNotIn("| ok |", row)
+        self.assertIn("| fail: contract: all 2 scenarios aborted or skipped, nothing judged "
+                      "(%s) |" % why, row)
+        self.assertIn("| 9.9 | 1 | all | **FAILED RUN**", text)
+        # No clause verdict is taken from a run that judged nothing.
+        self.assertNotIn("bulk", text)
+        # The newer form says it outright.
+        r["sections"]["contract"] = self.contract(
+            [self.scenario("bulk", aborted=why, flows=0, errors=[why])])
+        self.assertEqual(render.effective_status(r)[0], "fail")
+        # One scenario with traffic: the run judged something.
+        r["sections"]["contract"]["scenarios"].append(self.scenario("jitter"))
+        self.assertEqual(render.effective_status(r), ("ok", None))
+
+    def test_contract_that_ran_nothing_is_a_failed_run(self):
+        r = self.result()
+        r["sections"]["contract"] = self.contract([])
+        self.assertEqual(render.effective_status(r), ("fail", "contract: no scenario ran"))
+        r["sections"]["contract"] = {"unparsed": "..."}
+        self.assertEqual(render.effective_status(r)[0], "fail")
+
+    def test_c3_pass_with_sparse_samples_is_unverified(self):
+        r = self.result()
+        r["sections"]["contract"] = self.contract(
+            [self.scenario("bulk", gap=414.0), self.scenario("jitter", gap=12.0),
+             self.scenario("shaped", c3_lib="unverified", gap=80.0)])
+        text = render.render([r], None)
+        self.assertIn("1 pass; 2 unverified (samples up to 414 ms apart, bound 50 ms: bulk, "
+                      "shaped)", text)
+        summary = [l for l in text.splitlines() if l.startswith("| C3 |")][0]
+        self.assertTrue(summary.endswith("| 9.9 (bulk, shaped) |"), summary)
+
     def test_skipped_kernel_row(self):
         text = render.render([{"name": "5.10", "status": "skip", "reason": "no package"}], None)
         self.assertIn("skip: no package", text)

@@ -7,7 +7,10 @@
 // Library: sockbuf_set_initial_bufsize plus the floor guard
 // (sockbuf_check_floor / sockbuf_restore_floor); a dip is allowed only if
 // it was repaired within repair_bound_us, and the buffer ends at or above
-// the floor.
+// the floor (read after the guard stopped, before anything restores it).
+// The library half has a time bound, so it can only pass when the samples
+// are closer together than that bound: a longer gap could hide a dip the
+// guard never repaired, and the verdict is then "unverified".
 #include "clauses.h"
 #include "common.h"
 
@@ -31,15 +34,36 @@ std::vector<named_track> tracks_of(const socket_record &s)
 		{&s.diag_rcv, "SK_MEMINFO_RCVBUF (inet_diag)", s.rcv.floor}};
 }
 
+// The longest time a buffer went unread, and where.
+struct widest_gap {
+	int64_t us = 0;
+	std::string where;
+};
+
+void widen(widest_gap *g, int64_t us, const std::string &where)
+{
+	if (us > g->us) {
+		g->us = us;
+		g->where = where;
+	}
+}
+
 } // namespace
 
 verdict judge_c3(const scenario_result &r)
 {
 	verdict v = make_verdict("C3", r);
 	uint64_t samples = 0;
+	// Raw has no time bound (any sample under the floor fails it); its
+	// longest gap is stated so that a reader sees how short a dip could
+	// have gone unseen.
+	widest_gap raw_gap;
+	widen(&raw_gap, int64_t(r.sampler.max_gap_ms * 1e3), "between sampling cycles");
 	int n = for_arm(r, arm::raw_unlock, [&](const socket_record &s) {
 		for (const auto &nt : tracks_of(s)) {
 			samples += nt.t->samples;
+			if (nt.t->samples)
+				widen(&raw_gap, nt.t->max_gap_us, nt.what);
 			if (nt.floor > 0 && nt.t->below_floor)
 				add_violation(&v.raw, "C3", r, s, nt.what,
 					      double(nt.t->first_below_us) / 1e3,
@@ -48,15 +72,27 @@ verdict judge_c3(const scenario_result &r)
 	});
 	const char *sources = r.sampler.diag_err ? " (getsockopt only: inet_diag unavailable)" : "";
 	settle(&v.raw, n,
-	       fmt::format("{} sockets, {} samples, none under the floor{}", n, samples, sources),
+	       fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms), none under the floor{}",
+			   n, samples, double(raw_gap.us) / 1e3, sources),
 	       "no raw sockets");
 
 	samples = 0;
 	int dips = 0;
 	int64_t longest = 0;
+	widest_gap gap;
+	// The scenario-wide gap (between sampling cycles) counts too: a
+	// per-track figure must never hide it.
+	widen(&gap, int64_t(r.sampler.max_gap_ms * 1e3), "between sampling cycles");
 	n = for_arm(r, arm::lib_initial, [&](const socket_record &s) {
+		uint64_t seen = 0;
 		for (const auto &nt : tracks_of(s)) {
 			samples += nt.t->samples;
+			seen += nt.t->samples;
+			// A track with no sample is a source that did not answer
+			// (inet_diag missing); the other source still covers it.
+			if (nt.t->samples)
+				widen(&gap, nt.t->max_gap_us,
+				      fmt::format("{} {}", s.name, nt.what));
 			if (nt.floor <= 0 || nt.t->below_floor == 0)
 				continue;
 			dips++;
@@ -69,6 +105,9 @@ verdict judge_c3(const scenario_result &r)
 					      double(nt.t->first_below_us) / 1e3,
 					      nt.t->lowest_below, nt.floor);
 		}
+		if (seen == 0)
+			widen(&gap, int64_t(r.seconds * 1e6),
+			      fmt::format("{} (never sampled)", s.name));
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
 			add_violation(&v.lib, "C3", r, s, "SO_SNDBUF at the end", -1,
 				      s.after.gs_snd, s.snd.floor);
@@ -80,7 +119,7 @@ verdict judge_c3(const scenario_result &r)
 		v.lib.violations.push_back({"C3", r.name, "floor guard", "restore_floor failed", -1,
 					    int64_t(r.guard.restore_errors), 0});
 	std::string why = fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms){}", n, samples,
-				      r.sampler.max_gap_ms, sources);
+				      double(gap.us) / 1e3, sources);
 	if (dips || r.guard.restores)
 		why += fmt::format("; {} dips seen, {} restores by sockbuf_restore_floor, longest "
 				   "{:.1f} ms under",
@@ -88,6 +127,16 @@ verdict judge_c3(const scenario_result &r)
 	else
 		why += ", none under the floor";
 	settle(&v.lib, n, why, "no library sockets");
+	v.lib.gap_ms = double(gap.us) / 1e3;
+	v.lib.bound_ms = double(repair_bound_us) / 1e3;
+	if (v.lib.o == outcome::pass && gap.us > repair_bound_us) {
+		v.lib.o = outcome::unverified;
+		v.lib.why =
+		    fmt::format("samples up to {:.1f} ms apart ({}), longer than the {:.0f} ms "
+				"repair bound: a dip repaired too late could go unseen; "
+				"seen: {}",
+				v.lib.gap_ms, gap.where, v.lib.bound_ms, why);
+	}
 	return v;
 }
 

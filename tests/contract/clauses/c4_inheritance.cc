@@ -26,9 +26,12 @@ int check(const scenario_result &r, arm a, half_verdict *h)
 			add_violation(h, "C4", r, s, "SO_RCVBUF at accept, below the listener's", 0,
 				      s.accept_rcvbuf, s.listener_rcvbuf);
 		// -1: the kernel has no SO_BUF_LOCK to read the bits (before 5.15).
-		if (s.accept_lock != -1 && (s.accept_lock != s.listener_lock || s.accept_lock != 0))
-			add_violation(h, "C4", r, s, "SO_BUF_LOCK at accept (listener 0)", 0,
+		if (s.accept_lock != -1 && s.accept_lock != s.listener_lock)
+			add_violation(h, "C4", r, s, "SO_BUF_LOCK at accept, not the listener's", 0,
 				      s.accept_lock, s.listener_lock);
+		else if (s.accept_lock != -1 && s.accept_lock != 0)
+			add_violation(h, "C4", r, s, "SO_BUF_LOCK at accept, locked", 0,
+				      s.accept_lock, 0);
 		if (s.snd.floor > 0 && s.accept_sndbuf < s.snd.floor)
 			add_violation(h, "C4", r, s, "SO_SNDBUF at accept, below the floor", 0,
 				      s.accept_sndbuf, s.snd.floor);

@@ -97,7 +97,7 @@ void connection_set::close_all()
 		}
 }
 
-int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec)
+int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec, const setup_hooks &hooks)
 {
 	rec->a = a;
 	if (a != arm::untouched) {
@@ -146,6 +146,8 @@ int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec)
 		break;
 	}
 	rec->setup_err = ret;
+	if (hooks.after_call)
+		hooks.after_call(*rec);
 	rec->snd.after_call = get_int(fd, SOL_SOCKET, SO_SNDBUF);
 	rec->rcv.after_call = get_int(fd, SOL_SOCKET, SO_RCVBUF);
 	rec->lock_after_call = get_int(fd, SOL_SOCKET, SO_BUF_LOCK);
@@ -185,7 +187,7 @@ void read_wscale(socket_record *rec)
 }
 
 int open_connections(const std::string &scenario, const std::vector<arm> &arms, const arm_sizes &sz,
-		     connection_set *out, std::string *what)
+		     connection_set *out, std::string *what, const setup_hooks &hooks)
 {
 	size_t listener_of[arm_count];
 	uint16_t port_of[arm_count] = {};
@@ -203,13 +205,15 @@ int open_connections(const std::string &scenario, const std::vector<arm> &arms, 
 		rec.fd = fd;
 		rec.r = role::listener;
 		rec.name = fmt::format("{}/{}/listener", scenario, arm_name(a));
-		int ret = apply_arm(a, fd, sz, &rec);
+		int ret = apply_arm(a, fd, sz, &rec, hooks);
 		listener_of[ai] = out->sockets.size();
 		out->sockets.push_back(rec);
 		if (ret < 0) {
 			*what = fmt::format("{} listener setup", arm_name(a));
 			return ret;
 		}
+		if (hooks.before_handshake)
+			hooks.before_handshake(rec);
 		sockaddr_in sa = addr_of(server_addr, 0);
 		if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0 ||
 		    listen(fd, 4096) < 0) {
@@ -234,13 +238,15 @@ int open_connections(const std::string &scenario, const std::vector<arm> &arms, 
 		cli.r = role::client;
 		cli.conn = int(i);
 		cli.name = fmt::format("{}/{}/c{}/client", scenario, arm_name(a), i);
-		int ret = apply_arm(a, cli.fd, sz, &cli);
+		int ret = apply_arm(a, cli.fd, sz, &cli, hooks);
 		size_t ci = out->sockets.size();
 		out->sockets.push_back(cli);
 		if (ret < 0) {
 			*what = fmt::format("{} client setup", arm_name(a));
 			return ret;
 		}
+		if (hooks.before_handshake)
+			hooks.before_handshake(cli);
 		sockaddr_in from = addr_of(client_addr, 0);
 		sockaddr_in to = addr_of(server_addr, port_of[int(a)]);
 		if (bind(cli.fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)) < 0 ||

@@ -43,8 +43,20 @@ const char *outcome_name(outcome o)
 		return "FAIL";
 	case outcome::skip:
 		return "skip";
+	case outcome::unverified:
+		return "unverified";
 	}
 	return "?";
+}
+
+bool outcome_from_name(const std::string &name, outcome *out)
+{
+	for (outcome o : all_outcomes)
+		if (name == outcome_name(o)) {
+			*out = o;
+			return true;
+		}
+	return false;
 }
 
 } // namespace sockbuf::contract

@@ -41,11 +41,16 @@ struct track {
 	int64_t longest_below_us = 0;	  // longest run under the floor, first to
 					  // last sample (a lower bound)
 	int64_t below_since_us = -1;	  // open stretch (sampler-internal)
+	int64_t last_t_us = 0;		  // time of the last sample (from 0)
+	int64_t max_gap_us = 0;		  // longest time this track went unread:
+					  // between two samples, from the start
+					  // to the first, from the last to the end
 	std::vector<series_point> series; // changes only, capped
 	bool series_truncated = false;
 
 	void add(int64_t value, int64_t floor, int64_t t_us);
 	void close(int64_t t_us); // ends an open under-floor stretch
+	void end(int64_t t_us);	  // sampling stopped at @t_us
 };
 
 struct dir_setup {
@@ -113,8 +118,17 @@ struct integrity {
 	bool ok() const { return corrupt == 0 && short_flows == 0 && errors.empty(); }
 };
 
-enum class outcome : int { pass, fail, skip };
+// unverified: nothing wrong was seen, but the evidence cannot support a
+// pass (samples further apart than the clause's time bound).  It does not
+// fail a run; reports show it, with the gap and the bound, and count it
+// apart from passes.
+enum class outcome : int { pass, fail, skip, unverified };
+inline constexpr outcome all_outcomes[] = {outcome::pass, outcome::fail, outcome::skip,
+					   outcome::unverified};
+// The one mapping from outcome to text, used by every report format.
 const char *outcome_name(outcome o);
+// Back from outcome_name()'s text (a JSON document); false if unknown.
+bool outcome_from_name(const std::string &name, outcome *out);
 
 struct violation {
 	std::string clause, scenario, socket, what;
@@ -126,6 +140,9 @@ struct half_verdict {
 	outcome o = outcome::skip;
 	std::string why; // reason for skip, summary for fail, evidence for pass
 	std::vector<violation> violations;
+	// Time-bounded clauses: the longest sampling gap and the bound it was
+	// held to, in ms (-1: not a time-bounded verdict).
+	double gap_ms = -1, bound_ms = -1;
 };
 
 struct verdict {
@@ -136,6 +153,7 @@ struct verdict {
 struct scenario_result {
 	std::string name;
 	std::string skip_reason; // non-empty: did not run
+	std::string aborted;	 // non-empty: setup failed, no traffic ran
 	double seconds = 0;
 	integrity data;
 	sampler_stats sampler;

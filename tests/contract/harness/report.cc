@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 namespace sockbuf::contract
 {
@@ -40,10 +41,15 @@ json half_json(const half_verdict &h)
 			     {"value", x.value},
 			     {"expected", x.floor}});
 	}
-	return {{"verdict", outcome_name(h.o)},
-		{"why", h.why},
-		{"violations_total", h.violations.size()},
-		{"violations", v}};
+	json j = {{"verdict", outcome_name(h.o)},
+		  {"why", h.why},
+		  {"violations_total", h.violations.size()},
+		  {"violations", v}};
+	if (h.bound_ms >= 0) {
+		j["max_gap_ms"] = h.gap_ms;
+		j["bound_ms"] = h.bound_ms;
+	}
+	return j;
 }
 
 // Min and max over every socket of one arm and role.
@@ -75,23 +81,56 @@ json arm_summary(const scenario_result &r, arm a, role ro)
 		{"diag_rcvbuf", {{"min", drcv.min}, {"max", drcv.max}}}};
 }
 
-const char *short_outcome(const std::string &o)
+outcome outcome_of(const json &half)
 {
-	if (o == "pass")
+	outcome o = outcome::skip;
+	if (!outcome_from_name(half["verdict"].get<std::string>(), &o))
+		throw std::runtime_error("unknown verdict " + half["verdict"].dump());
+	return o;
+}
+
+// Table cells abbreviate pass and skip; the others read as outcome_name().
+std::string short_outcome(outcome o)
+{
+	switch (o) {
+	case outcome::pass:
 		return "ok";
-	if (o == "FAIL")
-		return "FAIL";
-	return "-";
+	case outcome::skip:
+		return "-";
+	case outcome::fail:
+	case outcome::unverified:
+		break;
+	}
+	return outcome_name(o);
 }
 
 std::string cell(const json &v)
 {
-	std::string raw = v["raw"]["verdict"], lib = v["library"]["verdict"];
-	if (raw == "skip" && lib == "skip")
+	outcome raw = outcome_of(v["raw"]), lib = outcome_of(v["library"]);
+	if (raw == outcome::skip && lib == outcome::skip)
 		return "skip";
 	if (v["clause"] == "I")
 		return short_outcome(raw);
 	return fmt::format("{}/{}", short_outcome(raw), short_outcome(lib));
+}
+
+// "raw: 3 pass, 1 FAIL, 4 skip, 2 unverified; library: ...": every
+// outcome counted apart.
+std::string outcome_counts(const json &doc)
+{
+	std::string out;
+	for (const char *side : {"raw", "library"}) {
+		std::map<outcome, int> n;
+		for (const auto &s : doc["scenarios"])
+			for (const auto &v : s["verdicts"])
+				if (v["clause"] != "I")
+					n[outcome_of(v[side])]++;
+		out += fmt::format("{}{}:", out.empty() ? "" : "; ", side);
+		for (outcome o : all_outcomes)
+			out += fmt::format("{} {} {}", o == all_outcomes[0] ? "" : ",", n[o],
+					   outcome_name(o));
+	}
+	return out;
 }
 
 std::vector<std::string> clause_columns(const json &doc)
@@ -122,6 +161,8 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	j["name"] = r.name;
 	if (!r.skip_reason.empty())
 		j["skip_reason"] = r.skip_reason;
+	if (!r.aborted.empty())
+		j["aborted"] = r.aborted;
 	j["seconds"] = r.seconds;
 	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
 	j["needs_growth"] = r.needs_growth;
@@ -198,21 +239,21 @@ std::string text_report(const json &doc)
 				      doc["kernel"]["release"].get<std::string>(),
 				      doc["profile"].get<std::string>(),
 				      doc["privileged"].get<bool>() ? ", root" : ", unprivileged");
-	out += "cells: raw kernel / library guarantee (ok, FAIL, - skipped); I = every byte "
-	       "arrived in order\n\n";
+	out += "cells: raw kernel / library guarantee (ok, FAIL, unverified: samples too sparse "
+	       "for the clause's time bound, - skipped); I = every byte arrived in order\n\n";
 	out += fmt::format("{:<18}", "scenario");
 	for (const auto &c : cols)
-		out += fmt::format("{:<11}", c);
+		out += fmt::format("{:<14}", c);
 	out += "\n";
 	for (const auto &s : doc["scenarios"]) {
 		out += fmt::format("{:<18}", s["name"].get<std::string>());
 		for (const auto &c : cols) {
 			const json *v = find_verdict(s, c);
-			out += fmt::format("{:<11}", v ? cell(*v) : "");
+			out += fmt::format("{:<14}", v ? cell(*v) : "");
 		}
 		out += "\n";
 	}
-	std::string fails, skips;
+	std::string fails, unverified, skips;
 	std::map<std::string, std::vector<std::string>> skip_reasons;
 	for (const auto &s : doc["scenarios"]) {
 		std::string name = s["name"];
@@ -223,13 +264,15 @@ std::string text_report(const json &doc)
 		for (const auto &v : s["verdicts"])
 			for (const char *side : {"raw", "library"}) {
 				const json &h = v[side];
-				std::string o = h["verdict"];
+				outcome o = outcome_of(h);
 				std::string line =
 				    fmt::format("  {} {} {}: {}\n", v["clause"].get<std::string>(),
 						name, side, h["why"].get<std::string>());
-				if (o == "FAIL")
+				if (o == outcome::fail)
 					fails += line;
-				else if (o == "skip" && std::string(side) == "raw")
+				else if (o == outcome::unverified)
+					unverified += line;
+				else if (o == outcome::skip && std::string(side) == "raw")
 					skip_reasons[h["why"].get<std::string>()].push_back(
 					    v["clause"].get<std::string>() + " " + name);
 				if (v["clause"] == "I")
@@ -243,10 +286,13 @@ std::string text_report(const json &doc)
 		skips += fmt::format("  {}: {}\n", list, why);
 	}
 	out += "\nFailures:\n" + (fails.empty() ? std::string("  none\n") : fails);
+	out += "Unverified (not failures):\n" +
+	       (unverified.empty() ? std::string("  none\n") : unverified);
 	out += "Skipped:\n" + (skips.empty() ? std::string("  none\n") : skips);
 	if (doc.contains("unprivileged_skips"))
 		for (const auto &u : doc["unprivileged_skips"])
 			out += fmt::format("  unprivileged: {}\n", u.get<std::string>());
+	out += fmt::format("Verdicts: {}\n", outcome_counts(doc));
 	return out;
 }
 
@@ -256,10 +302,12 @@ std::string markdown_report(const json &doc)
 	std::string out = fmt::format("# sockbuf-contract on Linux {}\n\n",
 				      doc["kernel"]["release"].get<std::string>());
 	out += fmt::format("Profile `{}`, {}, {:.1f} s. Cells: raw kernel / library guarantee "
-			   "(ok, FAIL, - skipped). `I`: every byte arrived, in order.\n\n",
+			   "(ok, FAIL, unverified: samples too sparse for the clause's time "
+			   "bound, - skipped). `I`: every byte arrived, in order.\n\n"
+			   "Verdicts: {}.\n\n",
 			   doc["profile"].get<std::string>(),
 			   doc["privileged"].get<bool>() ? "root" : "unprivileged",
-			   doc["seconds"].get<double>());
+			   doc["seconds"].get<double>(), outcome_counts(doc));
 	out += "| scenario |";
 	for (const auto &c : cols)
 		out += fmt::format(" {} |", c);
@@ -294,6 +342,11 @@ std::string markdown_report(const json &doc)
 		out += fmt::format("### {}\n\n", s["name"].get<std::string>());
 		if (s.contains("skip_reason")) {
 			out += fmt::format("Skipped: {}\n\n", s["skip_reason"].get<std::string>());
+			continue;
+		}
+		if (s.contains("aborted")) {
+			out += fmt::format("Aborted at setup, no traffic: {}\n\n",
+					   s["aborted"].get<std::string>());
 			continue;
 		}
 		out +=

@@ -37,6 +37,8 @@ void track::add(int64_t value, int64_t floor, int64_t t_us)
 {
 	if (value < 0)
 		return;
+	max_gap_us = std::max(max_gap_us, t_us - last_t_us);
+	last_t_us = t_us;
 	if (samples == 0)
 		first = value;
 	if (min < 0 || value < min)
@@ -70,6 +72,13 @@ void track::close(int64_t)
 	// counted up to there): a lower bound that a slow sampler cannot
 	// inflate with the gap to the next sample.
 	below_since_us = -1;
+}
+
+void track::end(int64_t t_us)
+{
+	// A track never read went unread the whole time.
+	max_gap_us = std::max(max_gap_us, t_us - last_t_us);
+	close(t_us);
 }
 
 sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
@@ -173,7 +182,7 @@ void sampler::loop()
 	int64_t end = now_ns();
 	for (auto &s : *sockets_)
 		for (track *t : {&s.gs_snd, &s.gs_rcv, &s.diag_snd, &s.diag_rcv})
-			t->close((end - t0_ns_) / 1000);
+			t->end((end - t0_ns_) / 1000);
 	stats_.seconds = double(end - start) / 1e9;
 	stats_.rate_hz = stats_.seconds > 0 ? double(stats_.cycles) / stats_.seconds : 0;
 	stats_.mean_cycle_us = stats_.cycles ? double(busy) / 1e3 / double(stats_.cycles) : 0;

@@ -24,10 +24,14 @@ struct profile {
 
 // Test hooks: change what a run sees, to prove the suite can fail.
 struct run_hooks {
+	setup_hooks setup;
 	sample_filter filter;
 	// Runs on its own thread once traffic started; must return by itself
 	// (bounded) and is joined after the traffic ends.
 	std::function<void(connection_set &, int64_t t0_ns)> during;
+	// After the traffic and the floor guard's schedule stopped, before
+	// the end-of-run snapshot that C3 and C7 judge.
+	std::function<void(connection_set &)> at_end;
 };
 
 // The traffic itself: move bytes over @set's connections until done or

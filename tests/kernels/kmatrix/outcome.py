@@ -1,0 +1,69 @@
+"""What a kernel's run amounts to, beyond "the guest finished": a run whose
+contract suite ran nothing (every scenario aborted or skipped) is a failed
+run, and a C3 library pass from samples further apart than the repair bound
+proves nothing.  Shared by run-matrix (the status it records) and render.py
+(the status it shows, also for results recorded before these rules)."""
+
+# tests/contract/clauses/clauses.h repair_bound_us: how long the library's
+# floor guard may leave a buffer under its floor.
+REPAIR_BOUND_MS = 50.0
+
+
+def contract_failure(res):
+    """The reason a kernel's contract run counts as failed, or None.
+
+    Failed: the contract section is missing or unreadable where the guest
+    was meant to run it, or not one of its scenarios carried traffic
+    (every one aborted at setup or was skipped)."""
+    sections = res.get("sections") or {}
+    if "contract" not in sections:
+        return None  # a build without sockbuf-contract: nothing was promised
+    c = sections.get("contract")
+    if not isinstance(c, dict) or not isinstance(c.get("scenarios"), list):
+        return "contract: no readable result (exit %s)" % res.get("section_rc", {}).get("contract")
+    scenarios = c["scenarios"]
+    if not scenarios:
+        return "contract: no scenario ran"
+    ran = [s for s in scenarios if not s.get("skip_reason") and not aborted(s)]
+    if ran:
+        return None
+    reasons = sorted({aborted(s) or s.get("skip_reason", "") for s in scenarios})
+    return "contract: all %d scenarios aborted or skipped, nothing judged (%s)" % (
+        len(scenarios), "; ".join(reasons))
+
+
+def aborted(scenario):
+    """Why a scenario stopped before any traffic, or "" if it did not.
+
+    Newer results say so ("aborted"); older ones show it as no flow at all
+    with an error recorded."""
+    if scenario.get("aborted"):
+        return scenario["aborted"]
+    i = scenario.get("integrity", {})
+    if not scenario.get("skip_reason") and i.get("flows", 0) == 0 and i.get("errors"):
+        return i["errors"][0]
+    return ""
+
+
+def effective_status(res):
+    """(status, reason) with a failed contract run counted as a failure."""
+    st, why = res.get("status", "?"), res.get("reason")
+    if st == "ok":
+        fail = contract_failure(res)
+        if fail:
+            return "fail", fail
+    return st, why
+
+
+def library_verdict(scenario, verdict):
+    """A scenario's library verdict, lower case ("pass", "fail", "skip",
+    "unverified"), with a C3 pass from samples further apart than the
+    repair bound read as unverified (results from before the suite said
+    so itself)."""
+    lib = verdict.get("library", {})
+    v = lib.get("verdict", "skip").lower()
+    if v == "pass" and verdict.get("clause") == "C3":
+        gap = lib.get("max_gap_ms", scenario.get("sampler", {}).get("max_gap_ms", 0))
+        if gap > lib.get("bound_ms", REPAIR_BOUND_MS):
+            return "unverified"
+    return v

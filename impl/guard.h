@@ -49,6 +49,7 @@ private:
 	};
 
 	void rebuild_index();
+	bool use_dump();
 	void read_sizes_from_dump();
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
 	void check_one(const entry &e, const sizes &now, bool from_dump,
@@ -64,6 +65,13 @@ private:
 	std::vector<sizes> now_; // per entry, filled by a pass
 	diag::session diag_;
 	int diag_err_ = 0;
+	// The last pass's duration by size source (0: getsockopt, 1: dump),
+	// 0 until measured.  A dump's cost is mostly the kernel's walk of its
+	// whole established-socket hash table, whatever the number guarded;
+	// getsockopt's grows with the number guarded: the guard measures both
+	// and uses the cheaper, measuring the other again every 64 passes.
+	int64_t source_ns_[2] = {0, 0};
+	uint64_t passes_ = 0;
 	struct sockbuf_guard_totals stats_ = {};
 	int timer_fd_ = -1;
 

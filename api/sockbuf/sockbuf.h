@@ -571,11 +571,14 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * @guard: the guard.
  * @out:   what the pass found and did; may be NULL.
  *
- * Where inet_diag answers, the sizes of all registered sockets come from
- * one dump of this network namespace's TCP sockets (SK_MEMINFO); a socket
- * the dump does not show (closed, or in another network namespace) is
- * looked at with getsockopt.  Otherwise each socket costs an fstat and a
- * getsockopt per guarded direction.  A restore costs what
+ * Sizes come from one of two sources: one inet_diag dump of this network
+ * namespace's TCP sockets (SK_MEMINFO; a socket the dump does not show,
+ * closed or in another namespace, is then read with getsockopt), or an
+ * fstat and a getsockopt per guarded direction for each socket.  A dump
+ * costs mostly the kernel's walk of its whole established-socket table,
+ * whatever the number guarded: the guard times both on its first two
+ * passes, uses the cheaper, and times the other again every 64th pass.
+ * @out->diag says which a pass used.  A restore costs what
  * sockbuf_restore_floor() costs.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.
  *

@@ -6,7 +6,8 @@
 // sample (getsockopt or inet_diag) may read under min(request, effective).
 // Library: sockbuf_set_initial_bufsize plus the floor guard
 // (sockbuf_check_floor / sockbuf_restore_floor); a dip is allowed only if
-// it was repaired within repair_bound_us, and the buffer ends at or above
+// it was repaired within the guard's bound (repair_bound_us_of: interval,
+// longest pass, scheduling allowance), and the buffer ends at or above
 // the floor (read after the guard stopped, before anything restores it).
 // The library half has a time bound, so it can only pass when the samples
 // are closer together than that bound: a longer gap could hide a dip the
@@ -53,6 +54,7 @@ void widen(widest_gap *g, int64_t us, const std::string &where)
 verdict judge_c3(const scenario_result &r)
 {
 	verdict v = make_verdict("C3", r);
+	const int64_t bound = repair_bound_us_of(r.guard);
 	uint64_t samples = 0;
 	// Raw has no time bound (any sample under the floor fails it); its
 	// longest gap is stated so that a reader sees how short a dip could
@@ -97,7 +99,7 @@ verdict judge_c3(const scenario_result &r)
 				continue;
 			dips++;
 			longest = std::max(longest, nt.t->longest_below_us);
-			if (nt.t->longest_below_us > repair_bound_us)
+			if (nt.t->longest_below_us > bound)
 				add_violation(&v.lib, "C3", r, s,
 					      fmt::format("{} under the floor for {:.1f} ms",
 							  nt.what,
@@ -128,8 +130,8 @@ verdict judge_c3(const scenario_result &r)
 		why += ", none under the floor";
 	settle(&v.lib, n, why, "no library sockets");
 	v.lib.gap_ms = double(gap.us) / 1e3;
-	v.lib.bound_ms = double(repair_bound_us) / 1e3;
-	if (v.lib.o == outcome::pass && gap.us > repair_bound_us) {
+	v.lib.bound_ms = double(bound) / 1e3;
+	if (v.lib.o == outcome::pass && gap.us > bound) {
 		v.lib.o = outcome::unverified;
 		v.lib.why =
 		    fmt::format("samples up to {:.1f} ms apart ({}), longer than the {:.0f} ms "

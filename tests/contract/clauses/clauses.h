@@ -38,7 +38,15 @@ verdict judge_integrity(const scenario_result &r);
 half_verdict judge_growth(const scenario_result &r, arm a);
 
 // How long a library-guarded buffer may stay under its floor before the
-// guard's restore counts as too late.
-inline constexpr int64_t repair_bound_us = 50'000;
+// guard's restore counts as too late: the guard's interval plus its
+// longest pass (recorded per scenario as guard_stats.bound_us) plus this
+// allowance for the guard thread being scheduled late, which the library
+// cannot promise away on a loaded machine.
+inline constexpr int64_t guard_sched_allowance_us = 50'000;
+// The bound of a result that predates guard_stats.bound_us.
+inline int64_t repair_bound_us_of(const guard_stats &g)
+{
+	return g.bound_us > 0 ? g.bound_us : guard_sched_allowance_us;
+}
 
 } // namespace sockbuf::contract

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The library's floor guarantee in action: what an application using
-// sockbuf does, sockbuf_check_floor() on a schedule and
-// sockbuf_restore_floor() when a buffer fell below its floor.
+// The library's floor guarantee in action: the library's own floor guard
+// (sockbuf_guard_*), as an application using sockbuf runs it, over the
+// lib_initial arm's connected sockets.  This adapter only registers the
+// sockets, drives the guard and turns its pass reports into the suite's
+// events; checking and restoring are the library's.
 #pragma once
 
 #include "model.h"
+
+#include <sockbuf/sockbuf.h>
 
 #include <atomic>
 #include <thread>
@@ -26,10 +30,17 @@ public:
 	// One pass over every guarded socket (also used at the very end).
 	void pass();
 
+	// How long a dip may last under this guard: one interval, the longest
+	// pass seen, and the scheduling allowance (clauses.h).
+	int64_t bound_us() const;
+
 private:
+	void note(const struct sockbuf_guard_report &rep);
+
 	std::vector<socket_record> *sockets_;
 	int64_t t0_ns_;
 	uint32_t period_us_;
+	int id_ = -1;
 	std::atomic<bool> stop_{false};
 	std::thread thread_;
 	guard_stats stats_;

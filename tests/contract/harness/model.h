@@ -97,7 +97,8 @@ struct socket_record {
 // Floor guard (library arm): what check/restore did.
 struct guard_stats {
 	uint64_t checks = 0, violations = 0, restores = 0, restore_errors = 0;
-	uint64_t report_mismatch = 0;	 // restore report != getsockopt after
+	int64_t max_pass_us = 0;	 // the longest library pass
+	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
 	std::vector<std::string> events; // first few, for the report
 };
 

@@ -181,6 +181,8 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			    {"violations", r.guard.violations},
 			    {"restores", r.guard.restores},
 			    {"restore_errors", r.guard.restore_errors},
+			    {"max_pass_us", r.guard.max_pass_us},
+			    {"bound_us", r.guard.bound_us},
 			    {"events", r.guard.events}};
 	json arms;
 	for (int a = 0; a < arm_count; a++)

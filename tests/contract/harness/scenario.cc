@@ -89,6 +89,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	guard.pass();
 	out->sampler = smp.stats();
 	out->guard = guard.stats();
+	out->guard.bound_us = guard.bound_us();
 	out->sockets = set.sockets;
 	out->notes = plan.notes; // the run may have added some
 	set.close_all();

@@ -33,14 +33,22 @@ struct slot {
 };
 
 std::mutex g_table_lock;
-std::array<slot, slots> g_table; // guarded by g_table_lock
+
+// Made on first use, not at load: a global with a destructor would give
+// every program that links the library (and the preload shim) load-time
+// code.
+std::array<slot, slots> &table() // guarded by g_table_lock
+{
+	static std::array<slot, slots> t;
+	return t;
+}
 
 std::shared_ptr<floor_guard> find(int id)
 {
 	if (id < 0)
 		return nullptr;
 	std::lock_guard<std::mutex> lock(g_table_lock);
-	const slot &s = g_table[size_t(id % slots)];
+	const slot &s = table()[size_t(id % slots)];
 	if (s.g && s.generation == id / slots)
 		return s.g;
 	return nullptr;
@@ -67,7 +75,7 @@ int sockbuf_guard_new(unsigned int flags)
 	}
 	std::lock_guard<std::mutex> lock(g_table_lock);
 	for (int i = 0; i < slots; i++) {
-		slot &s = g_table[size_t(i)];
+		slot &s = table()[size_t(i)];
 		if (s.g)
 			continue;
 		s.generation = (s.generation + 1) % (0x7fffffff / slots);
@@ -84,7 +92,7 @@ int sockbuf_guard_destroy(int id)
 		std::lock_guard<std::mutex> lock(g_table_lock);
 		if (id < 0)
 			return -EBADF;
-		slot &s = g_table[size_t(id % slots)];
+		slot &s = table()[size_t(id % slots)];
 		if (!s.g || s.generation != id / slots)
 			return -EBADF;
 		g = std::move(s.g);

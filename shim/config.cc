@@ -160,6 +160,8 @@ private:
 			return set_log(value);
 		if (key == "log_rate")
 			return set_log_rate(value);
+		if (key == "guard")
+			return set_guard(value);
 		if (key.substr(0, 5) == "port=")
 			return set_port(key.substr(5), value);
 		size_t dot = key.find('.');
@@ -242,6 +244,19 @@ private:
 		} else {
 			return fail("log must be off, stderr, fd=N or an absolute path");
 		}
+		return true;
+	}
+
+	bool set_guard(sv value)
+	{
+		long long ms = 0;
+		if (value == "off") {
+			cfg_->guard_ms = 0;
+			return true;
+		}
+		if (!parse_uint(value, 60000, &ms) || ms == 0)
+			return fail("guard must be off or 1 to 60000 milliseconds");
+		cfg_->guard_ms = int(ms);
 		return true;
 	}
 

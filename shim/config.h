@@ -50,6 +50,7 @@ struct config {
 	int nports = 0;
 	bool allow_force = false; // the shim may use SO_*BUFFORCE
 	bool exec_drop = false;	  // remove the shim from LD_PRELOAD at load
+	int guard_ms = 0;	  // floor guard thread's interval (0: none)
 	log_target log = log_target::none;
 	int log_fd = -1;
 	int log_rate = 10; // lines per second at most

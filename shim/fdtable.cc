@@ -12,7 +12,13 @@ namespace
 {
 // Zero-initialised, in .bss: pages are touched only for fds in use.
 fd_state g_table[fd_table_size];
+std::atomic<int> g_high_water{0};
 } // namespace
+
+int fd_high_water()
+{
+	return g_high_water.load(std::memory_order_acquire);
+}
 
 fd_state *fd_slot(int fd)
 {
@@ -47,6 +53,11 @@ void fd_claim(fd_state *e, uint64_t cookie)
 	e->role.store(role_any, std::memory_order_relaxed);
 	e->flags.store(0, std::memory_order_relaxed);
 	e->cookie.store(cookie, std::memory_order_release);
+	const int end = int(e - g_table) + 1;
+	int seen = g_high_water.load(std::memory_order_relaxed);
+	while (seen < end &&
+	       !g_high_water.compare_exchange_weak(seen, end, std::memory_order_release))
+		;
 }
 
 } // namespace sockbuf::shim

@@ -50,4 +50,7 @@ bool fd_owned(const fd_state *e, uint64_t cookie);
 // socket with the same fd number left there.
 void fd_claim(fd_state *e, uint64_t cookie);
 
+// One past the highest fd ever claimed: the floor guard scans no further.
+int fd_high_water();
+
 } // namespace sockbuf::shim

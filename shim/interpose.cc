@@ -2,6 +2,7 @@
 // The exported symbols of libsockbuf-shim.so and its load-time setup.
 // Everything else in the library is hidden (exports.map).
 #include "engine.h"
+#include "guard.h"
 #include "init.h"
 #include "log.h"
 #include "real.h"
@@ -114,6 +115,8 @@ void load()
 		}
 	}
 	engine_install(st);
+	if (st.active && st.cfg.guard_ms > 0 && !start_floor_guard(st.cfg.guard_ms))
+		say("sockbuf-shim: cannot start the floor guard thread; going on without it\n");
 	errno = saved_errno;
 }
 

@@ -32,7 +32,8 @@ int run_usage(std::FILE *to, int status)
 {
 	fmt::print(to,
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
-		   "                   [--log stderr|fd=N|/path] [--shim PATH] -- CMD [ARGS...]\n"
+		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--shim PATH]\n"
+		   "                   -- CMD [ARGS...]\n"
 		   "\n"
 		   "Runs CMD with the sockbuf shim preloaded.  --policy sets the policy for\n"
 		   "the program's SO_SNDBUF/SO_RCVBUF requests (default initial: the size\n"
@@ -40,7 +41,9 @@ int run_usage(std::FILE *to, int status)
 		   "shim's grammar, e.g. 'default_rcv:256K,port=2049:lock'.  The shim is found\n"
 		   "with --shim, $SOCKBUF_SHIM_PATH, next to this program (../lib) or in the\n"
 		   "install libdir.  Programs CMD executes inherit the shim unless the\n"
-		   "configuration says exec:drop.\n");
+		   "configuration says exec:drop.  --floor-guard MS runs a thread in CMD that\n"
+		   "restores, every MS milliseconds, each buffer the shim sized that fell below\n"
+		   "its floor (configuration item guard:MS; off by default).\n");
 	return status;
 }
 
@@ -95,7 +98,8 @@ std::string find_shim(const char *given)
 
 int cmd_run(int argc, char **argv)
 {
-	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr;
+	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr,
+		   *guard = nullptr;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -105,11 +109,12 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
 			return run_usage(stdout, 0);
-		const char **slot = !std::strcmp(a, "--policy")	  ? &policy
-				    : !std::strcmp(a, "--config") ? &extra
-				    : !std::strcmp(a, "--log")	  ? &log
-				    : !std::strcmp(a, "--shim")	  ? &shim
-								  : nullptr;
+		const char **slot = !std::strcmp(a, "--policy")	       ? &policy
+				    : !std::strcmp(a, "--config")      ? &extra
+				    : !std::strcmp(a, "--log")	       ? &log
+				    : !std::strcmp(a, "--shim")	       ? &shim
+				    : !std::strcmp(a, "--floor-guard") ? &guard
+								       : nullptr;
 		if (!slot) {
 			if (a[0] == '-')
 				return run_usage(stderr, 2);
@@ -127,6 +132,8 @@ int cmd_run(int argc, char **argv)
 		config += fmt::format(",{}", extra);
 	if (log)
 		config += fmt::format(",log:{}", log);
+	if (guard)
+		config += fmt::format(",guard:{}", guard);
 #ifdef SOCKBUF_RUN_CHECKS_CONFIG
 	// Fail here, loudly, instead of starting the program with a shim that
 	// warns once and stays inactive.

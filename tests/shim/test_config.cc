@@ -61,7 +61,7 @@ TEST(ShimConfig, EveryKey)
 	auto p = parse_text("policy:lock,default_snd:4096,default_rcv:1023m,listener:initial,"
 			    "connecting:passthrough,accepted:lock,listener.snd:8k,"
 			    "connecting.rcv:2M,accepted.snd:123,force:allow,exec:drop,"
-			    "log:fd=7,log_rate:3");
+			    "log:fd=7,log_rate:3,guard:25");
 	ASSERT_TRUE(p.ok) << p.err;
 	EXPECT_EQ(p.cfg.global, policy::lock);
 	EXPECT_EQ(p.cfg.size[role_any][dir_snd], 4096);
@@ -77,6 +77,8 @@ TEST(ShimConfig, EveryKey)
 	EXPECT_EQ(p.cfg.log, log_target::to_fd);
 	EXPECT_EQ(p.cfg.log_fd, 7);
 	EXPECT_EQ(p.cfg.log_rate, 3);
+	EXPECT_EQ(p.cfg.guard_ms, 25);
+	EXPECT_EQ(parse_text("guard:10,guard:off").cfg.guard_ms, 0);
 }
 
 TEST(ShimConfig, LogTargets)
@@ -169,8 +171,9 @@ INSTANTIATE_TEST_SUITE_P(
 		      "port=65536:lock", "port=-1:lock", "port=80x:lock", "port=80:", "port=80:1M",
 		      "port=80.rcv:1M", "force:yes", "force:", "exec:keep", "log:file",
 		      "log:fd=", "log:fd=x", "log:fd=-1", "log:relative/path", "log_rate:0",
-		      "log_rate:-3", "log_rate:fast", "log_rate:10000001", "policy:initial\n:x",
-		      "policy\x01:initial", "\xff\xfe:lock"));
+		      "log_rate:-3", "log_rate:fast", "log_rate:10000001", "guard:0", "guard:60001",
+		      "guard:5ms", "guard:-1", "guard:", "policy:initial\n:x", "policy\x01:initial",
+		      "\xff\xfe:lock"));
 
 TEST(ShimConfig, LongLogPathRejected)
 {

@@ -501,3 +501,37 @@ TEST(ForceDenied, ForceRequestIsLeftAsTheKernelSetIt)
 	EXPECT_EQ(rcvbuf(s.fd), 2 * big) << "the program's own FORCE call";
 	EXPECT_EQ(lock_bits(s.fd), 2) << "force:allow not set: the shim does not touch it";
 }
+
+// ---- guard:MS ------------------------------------------------------------
+// SHIM_GUARD_EXPECTED=1: the configuration has guard:5, and a buffer pushed
+// below its floor behind the shim's back comes back without any call of
+// the program's; 0: no guard, and it stays down (the control).
+
+TEST(FloorGuard, BufferPushedBelowComesBackOnlyWithTheGuard)
+{
+	REQUIRE_SHIM();
+	const char *expected = std::getenv("SHIM_GUARD_EXPECTED");
+	ASSERT_NE(expected, nullptr) << "the ctest suite sets SHIM_GUARD_EXPECTED";
+	const bool guarded = std::strcmp(expected, "1") == 0;
+	fd_guard s(tcp());
+	ASSERT_EQ(set_int(s.fd, SO_SNDBUF, 65536), 0); // floor 131072
+	if (lock_bits(s.fd) != 0)
+		GTEST_SKIP() << "kernel has no SO_BUF_LOCK: the send floor cannot be restored "
+				"unlocked";
+	int small = 4096;
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ASSERT_EQ(plain_get_int(s.fd, SOL_SOCKET, SO_SNDBUF), 8192);
+	// Bounded: 2 s for the guard (5 ms passes), 300 ms for the control.
+	const int limit_ms = guarded ? 2000 : 300;
+	int now = 8192;
+	for (int waited = 0; waited < limit_ms && now < 131072; waited++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		now = plain_get_int(s.fd, SOL_SOCKET, SO_SNDBUF);
+	}
+	if (guarded) {
+		EXPECT_GE(now, 131072) << "the guard thread did not restore the floor in 2 s";
+		EXPECT_EQ(lock_bits(s.fd), 0);
+	} else {
+		EXPECT_EQ(now, 8192) << "without guard:MS nothing may touch the socket";
+	}
+}

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "guard.h"
+
+#include "fdtable.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <vector>
+
+namespace sockbuf::shim
+{
+
+namespace
+{
+
+struct registered {
+	uint64_t cookie = 0;
+	int floor[2] = {0, 0};
+};
+
+// Brings the guard's membership in line with the fd table: sockets with a
+// floor are added (again, if their floor changed or the fd now names
+// another socket), sockets without one leave.  Closed sockets leave the
+// guard by themselves during its pass.
+void sync(int guard, std::vector<registered> *known)
+{
+	const int end = fd_high_water();
+	if (int(known->size()) < end)
+		known->resize(size_t(end));
+	for (int fd = 0; fd < end; fd++) {
+		const fd_state *e = fd_slot(fd);
+		registered now;
+		now.cookie = e->cookie.load(std::memory_order_acquire);
+		now.floor[0] = e->floor[0].load(std::memory_order_relaxed);
+		now.floor[1] = e->floor[1].load(std::memory_order_relaxed);
+		if (now.floor[0] == 0 && now.floor[1] == 0)
+			now.cookie = 0; // nothing to guard
+		registered &k = (*known)[size_t(fd)];
+		if (k.cookie == now.cookie && k.floor[0] == now.floor[0] &&
+		    k.floor[1] == now.floor[1])
+			continue;
+		if (k.cookie)
+			sockbuf_guard_remove(guard, fd); // -ENOENT if it closed: fine
+		k = registered{};
+		if (!now.cookie)
+			continue;
+		struct sockbuf_floor fl = {now.floor[0], now.floor[1]};
+		if (sockbuf_guard_add(guard, fd, &fl) == 0)
+			k = now;
+	}
+}
+
+struct thread_args {
+	int interval_ms;
+};
+thread_args g_args;
+
+void *run(void *)
+{
+	// Host signals are the host's business: never run a handler here.
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, nullptr);
+	prctl(PR_SET_NAME, "sockbuf-guard");
+	int guard = sockbuf_guard_new(0);
+	if (guard < 0)
+		return nullptr;
+	std::vector<registered> known;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		sync(guard, &known);
+		sockbuf_guard_pass(guard, nullptr);
+		next.tv_nsec += long(g_args.interval_ms % 1000) * 1'000'000;
+		next.tv_sec += g_args.interval_ms / 1000 + next.tv_nsec / 1'000'000'000;
+		next.tv_nsec %= 1'000'000'000;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr);
+	}
+	return nullptr;
+}
+
+} // namespace
+
+bool start_floor_guard(int interval_ms)
+{
+	g_args.interval_ms = interval_ms;
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return false;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	bool ok = pthread_create(&t, &attr, run, nullptr) == 0;
+	pthread_attr_destroy(&attr);
+	return ok;
+}
+
+} // namespace sockbuf::shim

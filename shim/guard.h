@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// The floor guard inside a preloaded program (configuration item
+// `guard:MS`, off by default): one thread that keeps the library's floor
+// guard (sockbuf_guard_*) in step with the sockets the shim gave an
+// initial size, and runs its passes.  The interposed calls only record
+// floors in the fd table, as before: registering happens on this thread,
+// where allocating and locking are allowed.
+#pragma once
+
+namespace sockbuf::shim
+{
+
+// Starts the thread (once, at load).  Returns false when it could not be
+// started; the shim then works on without it.
+bool start_floor_guard(int interval_ms);
+
+} // namespace sockbuf::shim

@@ -14,6 +14,8 @@ packages=(
 	iproute2 iptables iperf3 python3 procps kmod libcap-ng-utils
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
+	# Debian packages: checked with lintian, installed into a debootstrap root
+	lintian debootstrap dpkg-dev file
 )
 
 missing=()

@@ -72,7 +72,7 @@ class _Reader:
                 self.i += 1
                 continue
             if plan is None:
-                m = re.match(r"^1\.\.([0-9]+)$", line[len(pad):]) if line.startswith(pad) else None
+                m = re.match(r"^1\.\.([0-9]+)(?: # .*)?$", line[len(pad):]) if line.startswith(pad) else None
                 if not m:
                     self.fail("expected a plan '1..N'")
                 plan = int(m.group(1))
@@ -108,6 +108,10 @@ class _Reader:
 def parse_ktap(text):
     """Returns (tests, totals): the top-level tests and the Totals line."""
     r = _Reader(text)
+    # Lines before the version line (a runner's own output, diagnostics)
+    # are not part of the document.
+    while r.peek() is not None and r.peek() != "KTAP version 1":
+        r.i += 1
     tests = r.block(0)
     if r.peek() is not None:
         r.fail("text after the last result")

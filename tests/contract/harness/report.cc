@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include "clauses.h"
+#include "text_wrap.h"
 
 #include <fmt/core.h>
 
@@ -114,6 +115,46 @@ const json *find_verdict(const json &scenario, const std::string &clause)
 	return nullptr;
 }
 
+// The scenario x clause table in 80 columns: each column as wide as its
+// widest cell, and when they do not all fit, the clauses split over
+// several tables that repeat the scenario column.
+std::string table_text(const json &doc, const std::vector<std::string> &cols)
+{
+	size_t name_w = std::string("scenario").size();
+	for (const auto &s : doc["scenarios"])
+		name_w = std::max(name_w, s["name"].get<std::string>().size());
+	name_w += 2;
+	std::vector<size_t> width;
+	for (const auto &c : cols) {
+		size_t w = c.size();
+		for (const auto &s : doc["scenarios"])
+			if (const json *v = find_verdict(s, c))
+				w = std::max(w, cell(*v).size());
+		width.push_back(w + 2);
+	}
+	std::string out;
+	for (size_t first = 0; first < cols.size();) {
+		size_t last = first, used = name_w + width[first];
+		while (last + 1 < cols.size() && used + width[last + 1] <= text::terminal_width)
+			used += width[++last];
+		auto row = [&](const std::string &name, auto &&text_of) {
+			std::string line = fmt::format("{:<{}}", name, name_w);
+			for (size_t i = first; i <= last; i++)
+				line += fmt::format("{:<{}}", text_of(i), width[i]);
+			line.erase(line.find_last_not_of(' ') + 1);
+			return line + "\n";
+		};
+		out += "\n" + row("scenario", [&](size_t i) { return cols[i]; });
+		for (const auto &s : doc["scenarios"])
+			out += row(s["name"].get<std::string>(), [&](size_t i) {
+				const json *v = find_verdict(s, cols[i]);
+				return v ? cell(*v) : std::string();
+			});
+		first = last + 1;
+	}
+	return out;
+}
+
 } // namespace
 
 json scenario_json(const scenario_result &r, const std::vector<verdict> &verdicts, bool series)
@@ -198,20 +239,9 @@ std::string text_report(const json &doc)
 				      doc["kernel"]["release"].get<std::string>(),
 				      doc["profile"].get<std::string>(),
 				      doc["privileged"].get<bool>() ? ", root" : ", unprivileged");
-	out += "cells: raw kernel / library guarantee (ok, FAIL, - skipped); I = every byte "
-	       "arrived in order\n\n";
-	out += fmt::format("{:<18}", "scenario");
-	for (const auto &c : cols)
-		out += fmt::format("{:<11}", c);
-	out += "\n";
-	for (const auto &s : doc["scenarios"]) {
-		out += fmt::format("{:<18}", s["name"].get<std::string>());
-		for (const auto &c : cols) {
-			const json *v = find_verdict(s, c);
-			out += fmt::format("{:<11}", v ? cell(*v) : "");
-		}
-		out += "\n";
-	}
+	out += "cells: raw kernel / library guarantee (ok, FAIL, - skipped);\n"
+	       "I = every byte arrived in order\n";
+	out += table_text(doc, cols);
 	std::string fails, skips;
 	std::map<std::string, std::vector<std::string>> skip_reasons;
 	for (const auto &s : doc["scenarios"]) {
@@ -224,9 +254,10 @@ std::string text_report(const json &doc)
 			for (const char *side : {"raw", "library"}) {
 				const json &h = v[side];
 				std::string o = h["verdict"];
-				std::string line =
-				    fmt::format("  {} {} {}: {}\n", v["clause"].get<std::string>(),
-						name, side, h["why"].get<std::string>());
+				std::string line = text::wrap(
+				    fmt::format("{} {} {}: {}", v["clause"].get<std::string>(),
+						name, side, h["why"].get<std::string>()),
+				    "  ", "      ");
 				if (o == "FAIL")
 					fails += line;
 				else if (o == "skip" && std::string(side) == "raw")
@@ -240,13 +271,13 @@ std::string text_report(const json &doc)
 		std::string list;
 		for (size_t i = 0; i < where.size(); i++)
 			list += (i ? ", " : "") + where[i];
-		skips += fmt::format("  {}: {}\n", list, why);
+		skips += text::wrap(fmt::format("{}: {}", list, why), "  ", "      ");
 	}
 	out += "\nFailures:\n" + (fails.empty() ? std::string("  none\n") : fails);
 	out += "Skipped:\n" + (skips.empty() ? std::string("  none\n") : skips);
 	if (doc.contains("unprivileged_skips"))
 		for (const auto &u : doc["unprivileged_skips"])
-			out += fmt::format("  unprivileged: {}\n", u.get<std::string>());
+			out += text::wrap(u.get<std::string>(), "  unprivileged: ", "      ");
 	return out;
 }
 

@@ -19,11 +19,15 @@ if [[ -z $tool || ! -x $tool ]]; then
 	exit $ksft_skip
 fi
 
-# Progress lines (stderr) become KTAP diagnostics: kselftest's runner
-# merges stderr into the test's output.
+# Progress lines (stderr) become diagnostic lines, printed before the KTAP
+# document rather than interleaved with it: kselftest's runner merges
+# stderr into the test's output.
+progress=$(mktemp)
+trap 'rm -f "$progress"' EXIT
 # shellcheck disable=SC2086 # the arguments are words on purpose
-out=$("$tool" ${SOCKBUF_CONTRACT_ARGS:---quick} --format ktap 2> >(sed 's/^/# /' >&2))
+out=$("$tool" ${SOCKBUF_CONTRACT_ARGS:---quick} --format ktap 2>"$progress")
 rc=$?
+sed 's/^/# /' "$progress" >&2
 case $rc in
 0 | 1)
 	printf '%s\n' "$out"

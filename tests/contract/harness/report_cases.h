@@ -21,8 +21,9 @@ enum class ci_result : int { pass, fail, xfail, skip };
 struct ci_case {
 	std::string name; // "C3.library", "I"
 	ci_result result = ci_result::skip;
-	std::string reason;	     // one line: the verdict's why (with the outcome
-				     // name prefixed when it is not pass/FAIL/skip)
+	// One line: the verdict's why, with the outcome's name first when it is
+	// not pass, FAIL or skip.
+	std::string reason;
 	std::string first_violation; // fail and xfail: the first violation, if any
 };
 

@@ -7,9 +7,13 @@
 #
 # The tool: $SOCKBUF_CONTRACT, else sockbuf-contract on PATH (the
 # sockbuf-tools package), else a build next to this directory.
-# $SOCKBUF_CONTRACT_ARGS replaces the default arguments (--quick).
+# Arguments given to the script (kselftest's runner passes
+# $KSELFTEST_SOCKBUF_CONTRACT_SH_ARGS), else $SOCKBUF_CONTRACT_ARGS, replace
+# the default arguments (--quick).
 here=$(cd "$(dirname "$0")" && pwd)
 ksft_skip=4
+args=${SOCKBUF_CONTRACT_ARGS:---quick}
+(($#)) && args="$*"
 
 tool=${SOCKBUF_CONTRACT:-}
 [[ -n $tool ]] || tool=$(command -v sockbuf-contract 2>/dev/null)
@@ -25,7 +29,7 @@ fi
 progress=$(mktemp)
 trap 'rm -f "$progress"' EXIT
 # shellcheck disable=SC2086 # the arguments are words on purpose
-out=$("$tool" ${SOCKBUF_CONTRACT_ARGS:---quick} --format ktap 2>"$progress")
+out=$("$tool" $args --format ktap 2>"$progress")
 rc=$?
 sed 's/^/# /' "$progress" >&2
 case $rc in

@@ -54,6 +54,13 @@ def main():
     # make reports a failed recipe as its own exit 2.
     check((r.returncode != 0) == failed, f"exit {r.returncode} with {counts}")
 
+    # Arguments to the script (kselftest's KSELFTEST_<TEST>_ARGS) win.
+    direct = subprocess.run([os.path.join(here, "sockbuf_contract.sh"), "--quick", "--scenario",
+                             "bulk"], env=dict(os.environ, SOCKBUF_CONTRACT=tool), timeout=300,
+                            capture_output=True, text=True)
+    check([t.name for t in parse_ktap(direct.stdout)[0]] == ["bulk"],
+          f"arguments to the script not used: {direct.stdout[:200]!r}")
+
     missing = subprocess.run([os.path.join(here, "sockbuf_contract.sh")], timeout=30,
                              env=dict(os.environ, SOCKBUF_CONTRACT="/nonexistent/sockbuf-contract"),
                              capture_output=True, text=True)

@@ -7,7 +7,8 @@
 #
 # The clean root: a debootstrap minbase of the running suite, made once and
 # cached in $SOCKBUF_PKG_BASE (default /var/tmp/sockbuf-<suite>-minbase),
-# used read-only under an overlay so every run starts from the same state.
+# used read-only under an overlay (or copied) so every run starts from the
+# same state.
 # Needs root (debootstrap, mounts, chroot); exit 77 when not root.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,7 +65,13 @@ cleanup() {
 	rm -rf "$run"
 }
 trap cleanup EXIT
-mount -t overlay overlay -o "lowerdir=$base,upperdir=$run/upper,workdir=$run/work" "$root"
+# An overlay keeps the cached root untouched; where overlayfs cannot be
+# mounted (some containers), a copy does the same, a few seconds slower.
+if ! mount -t overlay overlay -o "lowerdir=$base,upperdir=$run/upper,workdir=$run/work" \
+	"$root" 2>/dev/null; then
+	echo "packages: no overlay mount here; copying the root"
+	cp -a "$base/." "$root/"
+fi
 mount -t proc proc "$root/proc"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir -p "$root/tmp/debs" "$root/tmp/consumer"

@@ -11,9 +11,11 @@ packages=(
 	# sanitizers, fuzzing, lint
 	clang clang-tidy clang-format libclang-rt-14-dev
 	# tests: namespaces, veth, tc, real programs, capabilities
-	iproute2 iptables iperf3 python3 procps kmod libcap-ng-utils
+	iproute2 iptables iperf3 python3 python3-yaml procps kmod libcap-ng-utils
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
+	# Debian packages: checked with lintian, installed into a debootstrap root
+	lintian debootstrap dpkg-dev file
 )
 
 missing=()

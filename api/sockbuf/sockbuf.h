@@ -57,7 +57,7 @@ extern "C" {
 #endif
 
 /* Version as one number: major * 10000 + minor * 100 + patch. */
-#define SOCKBUF_VERSION 100 /* 0.1.0 */
+#define SOCKBUF_VERSION 200 /* 0.2.0 */
 
 /* The largest size any call accepts, in the library's unit.  The kernel
  * caps setsockopt values at INT_MAX / 2 before doubling; the library keeps

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // sockbuf probe [--json]
 #include "commands.h"
+#include "text_wrap.h"
 
 #include <sockbuf/sockbuf.hpp>
 
@@ -88,7 +89,7 @@ void print_table(const sockbuf_probe_info &p)
 			  : (p.features & SOCKBUF_FEAT_RCVLOWAT_RAISE)
 			      ? "receive: SO_RCVLOWAT raise; send: fallback flag needed"
 			      : "no unlocked mechanism: fallback flag needed";
-	fmt::print("\nset_initial_bufsize will use: {}\n", how);
+	fmt::print("\n{}", text::wrap(how, "set_initial_bufsize will use: ", "  "));
 }
 
 } // namespace

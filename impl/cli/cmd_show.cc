@@ -5,6 +5,7 @@
 
 #include "show_collect.h"
 #include "show_diagnose.h"
+#include "text_wrap.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -105,25 +106,34 @@ std::string lock_text(const shown_socket &s)
 
 void print_text(const collection &c)
 {
-	fmt::print("limits: rcvbuf_max {} sndbuf_max {} tcp_rmem {} {} {} tcp_wmem {} {} {}\n",
-		   c.limits.rcvbuf_max, c.limits.sndbuf_max, c.limits.tcp_rmem[0],
-		   c.limits.tcp_rmem[1], c.limits.tcp_rmem[2], c.limits.tcp_wmem[0],
-		   c.limits.tcp_wmem[1], c.limits.tcp_wmem[2]);
+	// Every line fits 80 columns: fixed fields split over lines, sentences
+	// wrapped.
+	fmt::print(
+	    "limits: rcvbuf_max {} sndbuf_max {}\n        tcp_rmem {} {} {}  tcp_wmem {} {} {}\n",
+	    c.limits.rcvbuf_max, c.limits.sndbuf_max, c.limits.tcp_rmem[0], c.limits.tcp_rmem[1],
+	    c.limits.tcp_rmem[2], c.limits.tcp_wmem[0], c.limits.tcp_wmem[1], c.limits.tcp_wmem[2]);
 	for (const auto &n : c.notes)
-		fmt::print("note: {}\n", n);
+		fmt::print("{}", text::wrap(n, "note: ", "      "));
 	if (c.sockets.empty())
 		fmt::print("no TCP sockets\n");
 	for (const auto &s : c.sockets) {
 		const auto &si = s.info;
-		fmt::print("\npid {} fd {}  {}  {} -> {}\n", s.pid, s.fd,
-			   diag::state_name(si.state), si.local.str(), si.remote.str());
-		fmt::print("  sndbuf {}  rcvbuf {}  lock {}  in use: rmem {} wmem_queued {}\n",
+		// IPv6 endpoints make the address pair long: it goes on a line of
+		// its own when it does not fit.
+		std::string head =
+		    fmt::format("pid {} fd {}  {}", s.pid, s.fd, diag::state_name(si.state));
+		std::string ends = fmt::format("{} -> {}", si.local.str(), si.remote.str());
+		if (head.size() + 2 + ends.size() <= text::terminal_width)
+			fmt::print("\n{}  {}\n", head, ends);
+		else
+			fmt::print("\n{}\n{}", head, text::wrap(ends, "  ", "     "));
+		fmt::print("  sndbuf {}  rcvbuf {}  lock {}\n  in use: rmem {}  wmem_queued {}\n",
 			   si.sndbuf, si.rcvbuf, lock_text(s), si.rmem_alloc, si.wmem_queued);
 		if (si.has_tcp_info && si.state != TCP_LISTEN)
 			fmt::print("  rtt {:.3f} ms  wscale snd {} rcv {}\n", si.rtt_us / 1000.0,
 				   si.snd_wscale, si.rcv_wscale);
 		for (const auto &line : show::diagnose(s, c.limits).lines)
-			fmt::print("  - {}\n", line);
+			fmt::print("{}", text::wrap(line, "  - ", "    "));
 	}
 }
 

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "global.h"
 #include "netns.h"
+#include "outputs.h"
 #include "runner.h"
 
 #include <sockbuf/sockbuf.h>
@@ -31,13 +32,14 @@ using namespace sockbuf::contract;
 namespace
 {
 
-constexpr int exit_fail = 1, exit_usage = 2, exit_skip = 77;
+constexpr int exit_usage = 2, exit_skip = 77;
 
 struct args {
 	bool quick = false, strict_raw = false, list = false;
 	run_options run;
 	std::vector<std::string> scenarios;
-	std::string json_path, md_path;
+	std::vector<output_target> outputs; // none given: the table on stdout
+	std::string from_json;		    // render this saved document, run nothing
 };
 
 void usage(FILE *to)
@@ -55,6 +57,13 @@ void usage(FILE *to)
 		"throwaway\n"
 		"machine such as a qemu guest.  Exit: 0 no library guarantee failed (unverified\n"
 		"verdicts are listed, not failures), 1 a clause failed, 77 nothing could run.\n");
+	fmt::print(to,
+		   "\n"
+		   "--format FMT[:PATH],...: table, markdown, json, ktap (KTAP v1, as kselftest\n"
+		   "prints it) or junit (JUnit XML), each to PATH or one of them to standard\n"
+		   "output (default: table).  --json PATH is --format json:PATH.\n"
+		   "--from-json PATH: write the formats of a saved --json document instead of\n"
+		   "running.\n");
 }
 
 std::vector<std::string> split(const std::string &s)
@@ -91,10 +100,18 @@ int parse(int argc, char **argv, args *a)
 			a->list = true;
 		else if (s == "--allow-global-changes")
 			a->run.prof.allow_global = true;
-		else if ((s == "--json" && value(&a->json_path)) ||
-			 (s == "--markdown" && value(&a->md_path))) {
-			// value() stored the path
-		} else if (s == "--clause" && value(&v))
+		else if ((s == "--json" || s == "--markdown") && value(&v))
+			a->outputs.push_back({s == "--json" ? "json" : "markdown", v});
+		else if ((s == "--format" && value(&v)) ||
+			 (s.rfind("--format=", 0) == 0 && !(v = s.substr(9)).empty())) {
+			std::string err;
+			if (!parse_formats(v, &a->outputs, &err)) {
+				fmt::print(stderr, "sockbuf-contract: {}\n", err);
+				return -1;
+			}
+		} else if (s == "--from-json" && value(&v))
+			a->from_json = v;
+		else if (s == "--clause" && value(&v))
 			a->run.clauses = split(v);
 		else if (s == "--scenario" && value(&v))
 			a->scenarios = split(v);
@@ -108,6 +125,8 @@ int parse(int argc, char **argv, args *a)
 			return -1;
 		}
 	}
+	if (!has_stdout_target(a->outputs))
+		a->outputs.push_back({"table", ""});
 	const char *env = getenv("SOCKBUF_CONTRACT_ALLOW_GLOBAL");
 	if (env && strcmp(env, "1") == 0)
 		a->run.prof.allow_global = true;
@@ -176,13 +195,6 @@ std::string progress_line(const json &s, int i, int n)
 	return line;
 }
 
-bool write_file(const std::string &path, const std::string &text)
-{
-	std::ofstream f(path);
-	f << text;
-	return bool(f);
-}
-
 } // namespace
 
 static int run_main(int argc, char **argv)
@@ -209,6 +221,20 @@ static int run_main(int argc, char **argv)
 			fmt::print(stderr, "sockbuf-contract: no clause {} (see --list)\n", want);
 			return exit_usage;
 		}
+
+	ci_options ci;
+	ci.strict_raw = a.strict_raw;
+	if (!a.from_json.empty()) {
+		std::ifstream in(a.from_json);
+		json saved = json::parse(in, nullptr, false);
+		if (saved.is_discarded() || !saved.contains("scenarios")) {
+			fmt::print(stderr, "sockbuf-contract: {}: not a --json document\n",
+				   a.from_json);
+			return exit_usage;
+		}
+		write_outputs(saved, a.outputs, ci);
+		return exit_status_of(saved, ci);
+	}
 
 	int64_t start = now_ns();
 	bool root = geteuid() == 0;
@@ -253,36 +279,19 @@ static int run_main(int argc, char **argv)
 			chosen.push_back(&s);
 	a.run.timeout_s = a.quick ? 30 : 120;
 
-	int ran = 0;
-	bool failed = false;
 	for (size_t i = 0; i < chosen.size(); i++) {
 		json s = run_in_namespace(*chosen[i], a.run);
 		fmt::print(stderr, "{}\n", progress_line(s, int(i + 1), int(chosen.size())));
-		if (!s.contains("skip_reason"))
-			ran++;
-		// unverified is not a failure: the report lists it apart.
-		const std::string fail = outcome_name(outcome::fail);
-		for (const auto &v : s["verdicts"]) {
-			if (v["library"]["verdict"] == fail)
-				failed = true;
-			if (a.strict_raw && v["raw"]["verdict"] == fail)
-				failed = true;
-		}
 		doc["scenarios"].push_back(std::move(s));
 	}
 	doc["seconds"] = double(now_ns() - start) / 1e9;
 
-	fmt::print("{}", text_report(doc));
-	fmt::print("{:.1f} s\n", doc["seconds"].get<double>());
-	if (!a.json_path.empty() && !write_file(a.json_path, doc.dump(1) + "\n"))
-		fmt::print(stderr, "sockbuf-contract: cannot write {}\n", a.json_path);
-	if (!a.md_path.empty() && !write_file(a.md_path, markdown_report(doc)))
-		fmt::print(stderr, "sockbuf-contract: cannot write {}\n", a.md_path);
-	if (ran == 0) {
-		fmt::print("sockbuf-contract: no scenario could run (see the reasons above)\n");
-		return exit_skip;
-	}
-	return failed ? exit_fail : 0;
+	write_outputs(doc, a.outputs, ci);
+	int status = exit_status_of(doc, ci);
+	if (status == exit_skip)
+		fmt::print(stderr,
+			   "sockbuf-contract: no scenario could run (see the reasons above)\n");
+	return status;
 }
 
 int main(int argc, char **argv)

@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include "clauses.h"
+#include "text_wrap.h"
 
 #include <fmt/core.h>
 
@@ -116,21 +117,24 @@ std::string cell(const json &v)
 
 // "raw: 3 pass, 1 FAIL, 4 skip, 2 unverified; library: ...": every
 // outcome counted apart.
+// "raw: 3 pass, 1 FAIL, 0 skip, 0 unverified" for one side.
+std::string outcome_counts_of(const json &doc, const char *side)
+{
+	std::map<outcome, int> n;
+	for (const auto &s : doc["scenarios"])
+		for (const auto &v : s["verdicts"])
+			if (v["clause"] != "I")
+				n[outcome_of(v[side])]++;
+	std::string out = fmt::format("{}:", side);
+	for (outcome o : all_outcomes)
+		out +=
+		    fmt::format("{} {} {}", o == all_outcomes[0] ? "" : ",", n[o], outcome_name(o));
+	return out;
+}
+
 std::string outcome_counts(const json &doc)
 {
-	std::string out;
-	for (const char *side : {"raw", "library"}) {
-		std::map<outcome, int> n;
-		for (const auto &s : doc["scenarios"])
-			for (const auto &v : s["verdicts"])
-				if (v["clause"] != "I")
-					n[outcome_of(v[side])]++;
-		out += fmt::format("{}{}:", out.empty() ? "" : "; ", side);
-		for (outcome o : all_outcomes)
-			out += fmt::format("{} {} {}", o == all_outcomes[0] ? "" : ",", n[o],
-					   outcome_name(o));
-	}
-	return out;
+	return outcome_counts_of(doc, "raw") + "; " + outcome_counts_of(doc, "library");
 }
 
 std::vector<std::string> clause_columns(const json &doc)
@@ -151,6 +155,46 @@ const json *find_verdict(const json &scenario, const std::string &clause)
 		if (v["clause"] == clause)
 			return &v;
 	return nullptr;
+}
+
+// The scenario x clause table in 80 columns: each column as wide as its
+// widest cell, and when they do not all fit, the clauses split over
+// several tables that repeat the scenario column.
+std::string table_text(const json &doc, const std::vector<std::string> &cols)
+{
+	size_t name_w = std::string("scenario").size();
+	for (const auto &s : doc["scenarios"])
+		name_w = std::max(name_w, s["name"].get<std::string>().size());
+	name_w += 2;
+	std::vector<size_t> width;
+	for (const auto &c : cols) {
+		size_t w = c.size();
+		for (const auto &s : doc["scenarios"])
+			if (const json *v = find_verdict(s, c))
+				w = std::max(w, cell(*v).size());
+		width.push_back(w + 2);
+	}
+	std::string out;
+	for (size_t first = 0; first < cols.size();) {
+		size_t last = first, used = name_w + width[first];
+		while (last + 1 < cols.size() && used + width[last + 1] <= text::terminal_width)
+			used += width[++last];
+		auto row = [&](const std::string &name, auto &&text_of) {
+			std::string line = fmt::format("{:<{}}", name, name_w);
+			for (size_t i = first; i <= last; i++)
+				line += fmt::format("{:<{}}", text_of(i), width[i]);
+			line.erase(line.find_last_not_of(' ') + 1);
+			return line + "\n";
+		};
+		out += "\n" + row("scenario", [&](size_t i) { return cols[i]; });
+		for (const auto &s : doc["scenarios"])
+			out += row(s["name"].get<std::string>(), [&](size_t i) {
+				const json *v = find_verdict(s, cols[i]);
+				return v ? cell(*v) : std::string();
+			});
+		first = last + 1;
+	}
+	return out;
 }
 
 } // namespace
@@ -241,20 +285,10 @@ std::string text_report(const json &doc)
 				      doc["kernel"]["release"].get<std::string>(),
 				      doc["profile"].get<std::string>(),
 				      doc["privileged"].get<bool>() ? ", root" : ", unprivileged");
-	out += "cells: raw kernel / library guarantee (ok, FAIL, unverified: samples too sparse "
-	       "for the clause's time bound, - skipped); I = every byte arrived in order\n\n";
-	out += fmt::format("{:<18}", "scenario");
-	for (const auto &c : cols)
-		out += fmt::format("{:<14}", c);
-	out += "\n";
-	for (const auto &s : doc["scenarios"]) {
-		out += fmt::format("{:<18}", s["name"].get<std::string>());
-		for (const auto &c : cols) {
-			const json *v = find_verdict(s, c);
-			out += fmt::format("{:<14}", v ? cell(*v) : "");
-		}
-		out += "\n";
-	}
+	out += "cells: raw kernel / library guarantee (ok, FAIL, unverified: samples\n"
+	       "too sparse for the clause's time bound, - skipped);\n"
+	       "I = every byte arrived in order\n";
+	out += table_text(doc, cols);
 	std::string fails, unverified, skips;
 	std::map<std::string, std::vector<std::string>> skip_reasons;
 	for (const auto &s : doc["scenarios"]) {
@@ -267,9 +301,10 @@ std::string text_report(const json &doc)
 			for (const char *side : {"raw", "library"}) {
 				const json &h = v[side];
 				outcome o = outcome_of(h);
-				std::string line =
-				    fmt::format("  {} {} {}: {}\n", v["clause"].get<std::string>(),
-						name, side, h["why"].get<std::string>());
+				std::string line = text::wrap(
+				    fmt::format("{} {} {}: {}", v["clause"].get<std::string>(),
+						name, side, h["why"].get<std::string>()),
+				    "  ", "      ");
 				if (o == outcome::fail)
 					fails += line;
 				else if (o == outcome::unverified)
@@ -285,7 +320,7 @@ std::string text_report(const json &doc)
 		std::string list;
 		for (size_t i = 0; i < where.size(); i++)
 			list += (i ? ", " : "") + where[i];
-		skips += fmt::format("  {}: {}\n", list, why);
+		skips += text::wrap(fmt::format("{}: {}", list, why), "  ", "      ");
 	}
 	out += "\nFailures:\n" + (fails.empty() ? std::string("  none\n") : fails);
 	out += "Unverified (not failures):\n" +
@@ -293,8 +328,10 @@ std::string text_report(const json &doc)
 	out += "Skipped:\n" + (skips.empty() ? std::string("  none\n") : skips);
 	if (doc.contains("unprivileged_skips"))
 		for (const auto &u : doc["unprivileged_skips"])
-			out += fmt::format("  unprivileged: {}\n", u.get<std::string>());
-	out += fmt::format("Verdicts: {}\n", outcome_counts(doc));
+			out += text::wrap(u.get<std::string>(), "  unprivileged: ", "      ");
+	// One line per side: both on one line pass 80 columns.
+	for (const char *side : {"raw", "library"})
+		out += fmt::format("Verdicts, {}\n", outcome_counts_of(doc, side));
 	return out;
 }
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# build.sh BUILD_DIR OUT_DIR: configure a /usr build with Debian's hardening
+# flags, build what the packages hold, and write the .deb files to OUT_DIR.
+set -euo pipefail
+build=$1
+out=$(mkdir -p "$2" && cd "$2" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+# CMake has no CPPFLAGS: Debian's preprocessor flags go with the compiler's.
+export CFLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CFLAGS)"
+export CXXFLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)"
+export LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
+# sockbuf-contract sits with the tests (tests/contract), so tests are
+# configured; only the packaged targets are built.
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+	-DSOCKBUF_PACKAGE_DEB=ON -DSOCKBUF_BUILD_BENCH=OFF -DSOCKBUF_BUILD_EXAMPLES=OFF \
+	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
+cmake --build "$build" -j"$(nproc)" --target sockbuf sockbuf_static sockbuf_cli \
+	sockbuf_contract sockbuf_shim
+mkdir -p "$out"
+(cd "$build" && cpack -G DEB -B "$out" >/dev/null)
+rm -rf "$out/_CPack_Packages"
+ls "$out"/*.deb

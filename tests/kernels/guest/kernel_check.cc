@@ -52,26 +52,28 @@ json state_json(const sockbuf_state &s)
 
 json track_json(const socket_track &t)
 {
-	json j = {{"setup_err", t.setup_err},
-		  {"strategy", {{"snd", t.strategy_snd}, {"rcv", t.strategy_rcv}}},
-		  {"report_flags", t.report_flags},
-		  {"floor", {{"snd", t.floor.snd}, {"rcv", t.floor.rcv}}},
-		  {"at_setup", state_json(t.at_setup)},
-		  {"start", state_json(t.start)},
-		  {"end", state_json(t.end)},
-		  {"min", {{"sndbuf", t.min_snd}, {"rcvbuf", t.min_rcv}}},
-		  {"max", {{"sndbuf", t.max_snd}, {"rcvbuf", t.max_rcv}}},
-		  {"samples", t.samples},
-		  {"below_floor_samples", {{"snd", t.below_floor_snd}, {"rcv", t.below_floor_rcv}}},
-		  {"restores", t.restores},
-		  {"restore_err", t.restore_err},
-		  {"min_sndbuf_after_restore", t.min_snd_after_restore},
-		  {"peak", {{"sndbuf", t.peak_snd}, {"rcvbuf", t.peak_rcv}}},
-		  {"max_fall", {{"sndbuf", t.max_fall_snd}, {"rcvbuf", t.max_fall_rcv}}},
-		  {"low_after_peak",
-		   {{"sndbuf", t.low_after_peak_snd}, {"rcvbuf", t.low_after_peak_rcv}}},
-		  {"drops", {{"sndbuf", t.drops_snd}, {"rcvbuf", t.drops_rcv}}},
-		  {"series_ms_snd_rcv", t.series}};
+	json j = {
+	    {"setup_err", t.setup_err},
+	    {"strategy", {{"snd", t.strategy_snd}, {"rcv", t.strategy_rcv}}},
+	    {"report_flags", t.report_flags},
+	    {"floor", {{"snd", t.floor.snd}, {"rcv", t.floor.rcv}}},
+	    {"at_setup", state_json(t.at_setup)},
+	    {"start", state_json(t.start)},
+	    {"end", state_json(t.end)},
+	    {"min", {{"sndbuf", t.min_snd}, {"rcvbuf", t.min_rcv}}},
+	    {"max", {{"sndbuf", t.max_snd}, {"rcvbuf", t.max_rcv}}},
+	    {"samples", t.samples},
+	    {"below_floor_samples", {{"snd", t.below_floor_snd}, {"rcv", t.below_floor_rcv}}},
+	    {"below_floor_ms", {{"snd", t.below_floor_ms_snd}, {"rcv", t.below_floor_ms_rcv}}},
+	    {"restores", t.restores},
+	    {"restore_err", t.restore_err},
+	    {"min_sndbuf_after_restore", t.min_snd_after_restore},
+	    {"peak", {{"sndbuf", t.peak_snd}, {"rcvbuf", t.peak_rcv}}},
+	    {"max_fall", {{"sndbuf", t.max_fall_snd}, {"rcvbuf", t.max_fall_rcv}}},
+	    {"low_after_peak",
+	     {{"sndbuf", t.low_after_peak_snd}, {"rcvbuf", t.low_after_peak_rcv}}},
+	    {"drops", {{"sndbuf", t.drops_snd}, {"rcvbuf", t.drops_rcv}}},
+	    {"series_ms_snd_rcv", t.series}};
 	return j;
 }
 

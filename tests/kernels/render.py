@@ -228,6 +228,8 @@ def c3_memcg(res, arm_runs):
         txt = "%s: snd %s→peak %s, lowest %s (floor %s, below it %d ms)" % (
             label, kb(initial(sd, "sndbuf")), kb(sd["peak"]["sndbuf"]), kb(low), kb(floor),
             below_ms)
+        if m.get("unlock_err"):
+            txt += ", SO_BUF_LOCK 0 failed (%s): locked" % m["unlock_err"]
         if arm == "reserve":
             res_ = m.get("reservation", {})
             if res_.get("reported"):

@@ -146,6 +146,13 @@ class MemcgRenderTest(unittest.TestCase):
         self.assertIn("reservation in force (256K..256K)", lib[1])
         self.assertNotIn("FAILS", lib[1])
 
+    def test_raw_arm_left_locked_says_so(self):
+        run = self.arm("raw", 131072)
+        run["memcg"]["unlock_err"] = "Protocol not available"
+        raw, _ = render.c3_memcg({"release": "5.10.0"}, [run])
+        self.assertIn("SO_BUF_LOCK 0 failed (Protocol not available): locked", raw[0])
+        self.assertNotIn("FAILS", raw[0])
+
     def test_no_reservation_says_why(self):
         _, lib = render.c3_memcg({"release": "6.1.0"}, [self.arm("reserve", 131072)])
         self.assertIn("no reservation (Operation not supported)", lib[0])

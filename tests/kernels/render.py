@@ -225,9 +225,12 @@ def c3_memcg(res, arm_runs):
         floor = sd["floor"]["snd"]
         low = sd["min"]["sndbuf"]
         below_ms = sd.get("below_floor_ms", {}).get("snd", 0)
-        txt = "%s: snd %s→peak %s, lowest %s (floor %s, below it %d ms)" % (
+        txt = "%s: snd %s→peak %s, lowest %s (floor %s, below it %d ms" % (
             label, kb(initial(sd, "sndbuf")), kb(sd["peak"]["sndbuf"]), kb(low), kb(floor),
             below_ms)
+        if "max_sample_gap_ms" in sd:
+            txt += ", samples up to %d ms apart" % sd["max_sample_gap_ms"]
+        txt += ")"
         if m.get("unlock_err"):
             txt += ", SO_BUF_LOCK 0 failed (%s): locked" % m["unlock_err"]
         if arm == "reserve":

@@ -121,6 +121,7 @@ class MemcgRenderTest(unittest.TestCase):
     def arm(name, min_snd, verified=True, reserved=False):
         t = _track(131072, min_snd, 4194304, 131072)
         t["below_floor_ms"] = {"snd": 0 if min_snd >= 131072 else 700, "rcv": 0}
+        t["max_sample_gap_ms"] = 40
         return {"scenario": "memcg_" + name, "arm": name, "rtt_ms": 50, "sender": t,
                 "receiver": _track(131072, 131072, 131072, 131072),
                 "memcg": {"sock_peak": 4 << 20, "events": {"max": 9, "oom": 3, "oom_kill": 0},
@@ -139,7 +140,7 @@ class MemcgRenderTest(unittest.TestCase):
         self.assertEqual(len(raw), 2)
         self.assertEqual(len(lib), 2)
         self.assertTrue(raw[0].startswith("**FAILS raw** memcg raw"))
-        self.assertIn("below it 700 ms", raw[0])
+        self.assertIn("below it 700 ms, samples up to 40 ms apart)", raw[0])
         self.assertIn("1000 bytes verified", raw[0])
         self.assertIn("BYTES NOT VERIFIED", raw[1])
         self.assertTrue(lib[0].startswith("**FAILS library** memcg set_initial:"))

@@ -73,6 +73,7 @@ json track_json(const socket_track &t)
 	    {"samples", t.samples},
 	    {"below_floor_samples", {{"snd", t.below_floor_snd}, {"rcv", t.below_floor_rcv}}},
 	    {"below_floor_ms", {{"snd", t.below_floor_ms_snd}, {"rcv", t.below_floor_ms_rcv}}},
+	    {"max_sample_gap_ms", t.max_gap_ms},
 	    {"restores", t.restores},
 	    {"restore_err", t.restore_err},
 	    {"min_sndbuf_after_restore", t.min_snd_after_restore},

@@ -42,6 +42,7 @@ void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
 	// sample before: the time below is known only to a sampling interval.
 	const long since = first || t.last_sample_ms < 0 ? 0 : ms - t.last_sample_ms;
 	t.last_sample_ms = ms;
+	t.max_gap_ms = std::max(t.max_gap_ms, since);
 	t.end = s;
 	t.samples++;
 	t.min_snd = std::min(t.min_snd, s.sndbuf);

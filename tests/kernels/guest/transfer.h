@@ -52,7 +52,8 @@ struct socket_track {
 	long below_floor_snd = 0, below_floor_rcv = 0;	     // samples under floor
 	long below_floor_ms_snd = 0, below_floor_ms_rcv = 0; // time under floor
 	long last_sample_ms = -1;
-	long restores = 0; // restore_floor calls
+	long max_gap_ms = 0; // longest time between two samples
+	long restores = 0;   // restore_floor calls
 	int restore_err = 0;
 	int min_snd_after_restore = 0; // lowest sndbuf read right after a restore
 	// Largest fall from the highest value seen so far, and where it

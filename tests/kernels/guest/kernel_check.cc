@@ -17,7 +17,8 @@
 //                SO_BUF_LOCK 0, set_initial, set_initial with
 //                SOCKBUF_F_RESERVE_MEM, lock_bufsize (see memcg_run.h)
 //
-// Exit: 0 ran, 1 a transfer could not be set up, 2 usage, 77 nothing ran.
+// Exit: 0 ran, 1 a transfer could not be set up or (memcg runs, which
+// check the stream) lost or changed bytes, 2 usage, 77 nothing ran.
 #include "memcg.h"
 #include "memcg_run.h"
 #include "pressure.h"
@@ -294,13 +295,16 @@ int main(int argc, char **argv)
 	int status = 77, port = 5201;
 	for (const auto &s : o.scenarios) {
 		json r = run_one(o, s, port++);
-		if (r.contains("error"))
+		const bool lost =
+		    r.contains("integrity") && !r["integrity"]["verified"].get<bool>();
+		if (r.contains("error") || lost)
 			status = 1;
 		else if (!r.contains("skip") && status == 77)
 			status = 0;
 		std::fprintf(stderr, "kernel-check: rtt %d ms %s: %s\n", o.rtt_ms, s.c_str(),
 			     r.contains("skip")	   ? r["skip"].get<std::string>().c_str()
 			     : r.contains("error") ? r["error"].get<std::string>().c_str()
+			     : lost		   ? "bytes lost or changed"
 						   : "done");
 		out["runs"].push_back(std::move(r));
 	}

@@ -153,6 +153,11 @@ def c3(res):
     lib = []
     for sec, label in (("pressure-tcp_mem", "tcp_mem"), ("pressure-memcg", "memcg")):
         s = res.get("sections", {}).get(sec, {})
+        if sec == "pressure-memcg" and memcg_arm_runs(s):
+            arm_raw, arm_lib = c3_memcg(res, memcg_arm_runs(s))
+            raw.extend(arm_raw)
+            lib.extend(arm_lib)
+            continue
         prs = s.get("runs", []) if isinstance(s, dict) else []
         rc = res.get("section_rc", {}).get(sec)
         if not prs:
@@ -199,6 +204,62 @@ def c3(res):
                 txt += "; rcv %s" % ("FELL" if rfall else "held")
                 raw.append(txt)
     return "<br>".join(raw), "<br>".join(lib) or "-"
+
+
+MEMCG_ARMS = {"raw": "raw SO_*BUF + SO_BUF_LOCK 0", "initial": "set_initial",
+              "reserve": "set_initial + SOCKBUF_F_RESERVE_MEM", "lock": "lock 128K for contrast"}
+
+
+def memcg_arm_runs(section):
+    """The memcg section's runs, one per sender arm (only the sender in the
+    limited group), or [] for results written before the arms existed."""
+    rs = section.get("runs", []) if isinstance(section, dict) else []
+    return [r for r in rs if "arm" in r]
+
+
+def c3_memcg(res, arm_runs):
+    """C3 under memcg pressure, one line per arm: (raw lines, library lines).
+    raw and lock go to the raw column, the library's arms to its own."""
+    rel = res.get("release")
+    raw, lib = [], []
+    for r in arm_runs:
+        arm = r["arm"]
+        label = "memcg %s" % MEMCG_ARMS.get(arm, arm)
+        out = lib if arm in ("initial", "reserve") else raw
+        if "sender" not in r:
+            out.append("%s: %s" % (label, r.get("skip") or r.get("error") or "no result"))
+            continue
+        sd, m = r["sender"], r.get("memcg", {})
+        floor = sd["floor"]["snd"]
+        low = sd["min"]["sndbuf"]
+        below_ms = sd.get("below_floor_ms", {}).get("snd", 0)
+        txt = "%s: snd %s→peak %s, lowest %s (floor %s, below it %d ms" % (
+            label, kb(initial(sd, "sndbuf")), kb(sd["peak"]["sndbuf"]), kb(low), kb(floor),
+            below_ms)
+        if "max_sample_gap_ms" in sd:
+            txt += ", samples up to %d ms apart" % sd["max_sample_gap_ms"]
+        txt += ")"
+        if m.get("unlock_err"):
+            txt += ", SO_BUF_LOCK 0 failed (%s): locked" % m["unlock_err"]
+        if arm == "reserve":
+            res_ = m.get("reservation", {})
+            if res_.get("reported"):
+                txt += ", reservation in force (%s..%s)" % (kb(res_.get("sampled_min")),
+                                                          kb(res_.get("sampled_max")))
+            else:
+                txt += ", no reservation (%s)" % (res_.get("reserve_err") or "not reported")
+        ev = m.get("events", {})
+        txt += "; group: sock peak %s, max %s, oom %s, oom_kill %s" % (
+            kb(m.get("sock_peak")), ev.get("max", "?"), ev.get("oom", "?"), ev.get("oom_kill", "?"))
+        integ = r.get("integrity", {})
+        txt += "; %s" % ("%s bytes verified" % integ["received"] if integ.get("verified")
+                         else "BYTES NOT VERIFIED (sent %s, received %s, corrupt at %s)" % (
+                             integ.get("sent"), integ.get("received"), integ.get("corrupt_at")))
+        if low < floor:
+            txt = "**FAILS %s** %s, %s" % ("library" if out is lib else "raw", txt,
+                                           code_link(rel, MODERATE))
+        out.append(txt)
+    return raw, lib
 
 
 def c5(res):

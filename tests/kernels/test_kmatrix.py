@@ -179,5 +179,48 @@ class RenderTest(unittest.TestCase):
         self.assertIn("skip: no package", text)
 
 
+class MemcgRenderTest(unittest.TestCase):
+    @staticmethod
+    def arm(name, min_snd, verified=True, reserved=False):
+        t = _track(131072, min_snd, 4194304, 131072)
+        t["below_floor_ms"] = {"snd": 0 if min_snd >= 131072 else 700, "rcv": 0}
+        t["max_sample_gap_ms"] = 40
+        return {"scenario": "memcg_" + name, "arm": name, "rtt_ms": 50, "sender": t,
+                "receiver": _track(131072, 131072, 131072, 131072),
+                "memcg": {"sock_peak": 4 << 20, "events": {"max": 9, "oom": 3, "oom_kill": 0},
+                          "reservation": {"reported": reserved, "reserve_err": None if reserved
+                                          else "Operation not supported",
+                                          "sampled_min": 262144 if reserved else -1,
+                                          "sampled_max": 262144 if reserved else -1}},
+                "integrity": {"sent": 1000, "received": 1000 if verified else 10,
+                              "corrupt_at": -1, "verified": verified}}
+
+    def test_each_arm_in_its_column(self):
+        res = {"release": "9.9.0-1-amd64", "sections": {}}
+        raw, lib = render.c3_memcg(res, [self.arm("raw", 4608), self.arm("initial", 9000),
+                                         self.arm("reserve", 131072, reserved=True),
+                                         self.arm("lock", 131072, verified=False)])
+        self.assertEqual(len(raw), 2)
+        self.assertEqual(len(lib), 2)
+        self.assertTrue(raw[0].startswith("**FAILS raw** memcg raw"))
+        self.assertIn("below it 700 ms, samples up to 40 ms apart)", raw[0])
+        self.assertIn("1000 bytes verified", raw[0])
+        self.assertIn("BYTES NOT VERIFIED", raw[1])
+        self.assertTrue(lib[0].startswith("**FAILS library** memcg set_initial:"))
+        self.assertIn("reservation in force (256K..256K)", lib[1])
+        self.assertNotIn("FAILS", lib[1])
+
+    def test_raw_arm_left_locked_says_so(self):
+        run = self.arm("raw", 131072)
+        run["memcg"]["unlock_err"] = "Protocol not available"
+        raw, _ = render.c3_memcg({"release": "5.10.0"}, [run])
+        self.assertIn("SO_BUF_LOCK 0 failed (Protocol not available): locked", raw[0])
+        self.assertNotIn("FAILS", raw[0])
+
+    def test_no_reservation_says_why(self):
+        _, lib = render.c3_memcg({"release": "6.1.0"}, [self.arm("reserve", 131072)])
+        self.assertIn("no reservation (Operation not supported)", lib[0])
+
+
 if __name__ == "__main__":
     unittest.main()

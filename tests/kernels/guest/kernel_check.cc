@@ -11,9 +11,16 @@
 //   tcp_mem      set_initial sender, net.ipv4.tcp_mem lowered under the
 //                memory in use mid-transfer             (raw, global change)
 //   tcp_mem_restore  same, with sockbuf_restore_floor on every sample
-//   memcg, memcg_restore  same squeeze from the cgroup's memory.max
+//   memcg_raw, memcg_initial, memcg_reserve, memcg_lock  ("memcg": all four)
+//                only the sender in a cgroup v2 memory group whose
+//                memory.max is lowered mid-transfer; raw setsockopt +
+//                SO_BUF_LOCK 0, set_initial, set_initial with
+//                SOCKBUF_F_RESERVE_MEM, lock_bufsize (see memcg_run.h)
 //
-// Exit: 0 ran, 1 a transfer could not be set up, 2 usage, 77 nothing ran.
+// Exit: 0 ran, 1 a transfer could not be set up or (memcg runs, which
+// check the stream) lost or changed bytes, 2 usage, 77 nothing ran.
+#include "memcg.h"
+#include "memcg_run.h"
 #include "pressure.h"
 #include "transfer.h"
 
@@ -41,6 +48,8 @@ struct options {
 	std::vector<std::string> scenarios;
 	bool allow_global = false;
 	std::string json_path;
+	std::string memcg_parent = "/sys/fs/cgroup";
+	long long memcg_headroom = 64 << 10;
 };
 
 json state_json(const sockbuf_state &s)
@@ -52,26 +61,111 @@ json state_json(const sockbuf_state &s)
 
 json track_json(const socket_track &t)
 {
-	json j = {{"setup_err", t.setup_err},
-		  {"strategy", {{"snd", t.strategy_snd}, {"rcv", t.strategy_rcv}}},
-		  {"report_flags", t.report_flags},
-		  {"floor", {{"snd", t.floor.snd}, {"rcv", t.floor.rcv}}},
-		  {"at_setup", state_json(t.at_setup)},
-		  {"start", state_json(t.start)},
-		  {"end", state_json(t.end)},
-		  {"min", {{"sndbuf", t.min_snd}, {"rcvbuf", t.min_rcv}}},
-		  {"max", {{"sndbuf", t.max_snd}, {"rcvbuf", t.max_rcv}}},
-		  {"samples", t.samples},
-		  {"below_floor_samples", {{"snd", t.below_floor_snd}, {"rcv", t.below_floor_rcv}}},
-		  {"restores", t.restores},
-		  {"restore_err", t.restore_err},
-		  {"min_sndbuf_after_restore", t.min_snd_after_restore},
-		  {"peak", {{"sndbuf", t.peak_snd}, {"rcvbuf", t.peak_rcv}}},
-		  {"max_fall", {{"sndbuf", t.max_fall_snd}, {"rcvbuf", t.max_fall_rcv}}},
-		  {"low_after_peak",
-		   {{"sndbuf", t.low_after_peak_snd}, {"rcvbuf", t.low_after_peak_rcv}}},
-		  {"drops", {{"sndbuf", t.drops_snd}, {"rcvbuf", t.drops_rcv}}},
-		  {"series_ms_snd_rcv", t.series}};
+	json j = {
+	    {"setup_err", t.setup_err},
+	    {"strategy", {{"snd", t.strategy_snd}, {"rcv", t.strategy_rcv}}},
+	    {"report_flags", t.report_flags},
+	    {"floor", {{"snd", t.floor.snd}, {"rcv", t.floor.rcv}}},
+	    {"at_setup", state_json(t.at_setup)},
+	    {"start", state_json(t.start)},
+	    {"end", state_json(t.end)},
+	    {"min", {{"sndbuf", t.min_snd}, {"rcvbuf", t.min_rcv}}},
+	    {"max", {{"sndbuf", t.max_snd}, {"rcvbuf", t.max_rcv}}},
+	    {"samples", t.samples},
+	    {"below_floor_samples", {{"snd", t.below_floor_snd}, {"rcv", t.below_floor_rcv}}},
+	    {"below_floor_ms", {{"snd", t.below_floor_ms_snd}, {"rcv", t.below_floor_ms_rcv}}},
+	    {"max_sample_gap_ms", t.max_gap_ms},
+	    {"restores", t.restores},
+	    {"restore_err", t.restore_err},
+	    {"min_sndbuf_after_restore", t.min_snd_after_restore},
+	    {"peak", {{"sndbuf", t.peak_snd}, {"rcvbuf", t.peak_rcv}}},
+	    {"max_fall", {{"sndbuf", t.max_fall_snd}, {"rcvbuf", t.max_fall_rcv}}},
+	    {"low_after_peak",
+	     {{"sndbuf", t.low_after_peak_snd}, {"rcvbuf", t.low_after_peak_rcv}}},
+	    {"drops", {{"sndbuf", t.drops_snd}, {"rcvbuf", t.drops_rcv}}},
+	    {"series_ms_snd_rcv", t.series}};
+	return j;
+}
+
+json errno_json(int err)
+{
+	return err ? json(std::string(std::strerror(-err))) : json(nullptr);
+}
+
+json memcg_json(const memcg_params &p, const memcg_result &r)
+{
+	const auto &q = r.squeeze;
+	const auto &s = r.setup;
+	json events = json::object();
+	for (const auto &[k, v] : r.events)
+		events[k] = v;
+	return {{"group", r.group},
+		{"headroom", p.headroom},
+		{"squeeze",
+		 {{"from_ms", q.from_ms},
+		  {"until_ms", q.until_ms},
+		  {"applied_at_ms", q.applied_at_ms},
+		  {"released_at_ms", q.released_at_ms},
+		  {"write_ms", q.write_ms},
+		  {"current_at_apply", q.current_at_apply},
+		  {"sock_at_apply", q.sock_at_apply},
+		  {"memory_max", q.max_applied},
+		  {"write_err", errno_json(q.write_err)}}},
+		{"sock_peak", r.sock_peak},
+		{"sock_end", r.sock_end},
+		{"events", events},
+		{"sender_process",
+		 {{"exit", r.sender_exit},
+		  {"oom_score_adj_err", errno_json(s.oom_adj_err)},
+		  {"mlockall_err", errno_json(s.mlock_err)},
+		  {"reserve_mem_usable", (s.probe_features & SOCKBUF_FEAT_RESERVE_MEM) != 0},
+		  {"reserve_mem_known", (s.probe_known & SOCKBUF_FEAT_RESERVE_MEM) != 0}}},
+		{"unlock_err", errno_json(s.unlock_err)},
+		{"reservation",
+		 {{"reported", s.reserved},
+		  {"reserve_err", errno_json(s.reserve_err)},
+		  {"sampled_min", r.reserved_min},
+		  {"sampled_max", r.reserved_max},
+		  {"zero_samples", r.reserved_zero_samples}}}};
+}
+
+json run_memcg(const options &o, const std::string &name, int port)
+{
+	json j = {{"scenario", name}, {"rtt_ms", o.rtt_ms}};
+	memcg_params p;
+	p.base = o.base;
+	p.base.port = port;
+	p.cgroup_parent = o.memcg_parent;
+	p.headroom = o.memcg_headroom;
+	if (!memcg_arm_from_name(name.substr(6), p.arm)) {
+		j["error"] = "unknown memcg arm";
+		return j;
+	}
+	j["arm"] = memcg_arm_name(p.arm);
+	if (!o.allow_global) {
+		j["skip"] = "global changes not allowed (--allow-global-changes)";
+		return j;
+	}
+	if (!memcg_controls_memory(o.memcg_parent)) {
+		j["skip"] = "no cgroup v2 memory controller for the groups under " + o.memcg_parent;
+		return j;
+	}
+	auto r = run_memcg_transfer(p);
+	j["memcg"] = memcg_json(p, r);
+	if (r.err) {
+		j["error"] = r.what + ": " + std::strerror(-r.err);
+		return j;
+	}
+	j["bytes"] = r.received;
+	j["seconds"] = r.seconds;
+	j["mbytes_per_s"] = r.seconds > 0 ? r.received / r.seconds / 1e6 : 0;
+	j["integrity"] = {{"sent", r.sent},
+			  {"received", r.received},
+			  {"corrupt_at", r.corrupt_at},
+			  {"send_err", errno_json(r.send_err)},
+			  {"verified", r.sent > 0 && r.sent == r.received && r.corrupt_at < 0}};
+	j["sender"] = track_json(r.sender);
+	j["receiver"] = track_json(r.receiver);
 	return j;
 }
 
@@ -81,22 +175,15 @@ json run_one(const options &o, const std::string &name, int port)
 	p.port = port;
 	json j = {{"scenario", name}, {"rtt_ms", o.rtt_ms}};
 	const bool squeeze_tcp_mem = name.rfind("tcp_mem", 0) == 0;
-	const bool memcg = name.rfind("memcg", 0) == 0;
+	if (name.rfind("memcg_", 0) == 0)
+		return run_memcg(o, name, port);
 	p.setup = name == "untouched" ? setup::untouched
 		  : name == "locked"  ? setup::locked
 				      : setup::initial;
 	p.restore_floor = name.find("_restore") != std::string::npos;
-	if ((squeeze_tcp_mem || memcg) && !o.allow_global) {
+	if (squeeze_tcp_mem && !o.allow_global) {
 		j["skip"] = "global changes not allowed (--allow-global-changes)";
 		return j;
-	}
-	if (memcg) {
-		long long lim = own_memcg_limit();
-		if (lim < 0) {
-			j["skip"] = "not in a cgroup v2 with memory.max set";
-			return j;
-		}
-		j["memcg_limit"] = lim;
 	}
 	// Squeeze the middle half: growth before it, recovery after it.
 	const auto quarter = p.max_time / 4;
@@ -128,12 +215,13 @@ json run_one(const options &o, const std::string &name, int port)
 
 int usage(std::FILE *to, int status)
 {
-	std::fprintf(to,
-		     "usage: sockbuf-kernel-check --server-ns PATH --client-ns PATH --addr IPV4\n"
-		     "         [--rtt-ms N] [--size BYTES] [--bytes N] [--seconds S]\n"
-		     "         [--scenarios untouched,initial,locked,tcp_mem,tcp_mem_restore,\n"
-		     "                      memcg,memcg_restore]\n"
-		     "         [--allow-global-changes] [--json PATH]\n");
+	std::fprintf(
+	    to, "usage: sockbuf-kernel-check --server-ns PATH --client-ns PATH --addr IPV4\n"
+		"         [--rtt-ms N] [--size BYTES] [--bytes N] [--seconds S]\n"
+		"         [--scenarios untouched,initial,locked,tcp_mem,tcp_mem_restore,\n"
+		"                      memcg_raw,memcg_initial,memcg_reserve,memcg_lock,memcg]\n"
+		"         [--memcg-parent DIR] [--memcg-headroom BYTES]\n"
+		"         [--allow-global-changes] [--json PATH]\n");
 	return status;
 }
 
@@ -161,11 +249,20 @@ bool parse(int argc, char **argv, options &o)
 			std::stringstream ss(next());
 			std::string s;
 			while (std::getline(ss, s, ','))
-				o.scenarios.push_back(s);
+				if (s == "memcg")
+					for (const char *arm : {"memcg_raw", "memcg_initial",
+								"memcg_reserve", "memcg_lock"})
+						o.scenarios.push_back(arm);
+				else
+					o.scenarios.push_back(s);
 		} else if (a == "--allow-global-changes")
 			o.allow_global = true;
 		else if (a == "--json")
 			o.json_path = next();
+		else if (a == "--memcg-parent")
+			o.memcg_parent = next();
+		else if (a == "--memcg-headroom")
+			o.memcg_headroom = std::stoll(next());
 		else
 			return false;
 	}
@@ -198,13 +295,16 @@ int main(int argc, char **argv)
 	int status = 77, port = 5201;
 	for (const auto &s : o.scenarios) {
 		json r = run_one(o, s, port++);
-		if (r.contains("error"))
+		const bool lost =
+		    r.contains("integrity") && !r["integrity"]["verified"].get<bool>();
+		if (r.contains("error") || lost)
 			status = 1;
 		else if (!r.contains("skip") && status == 77)
 			status = 0;
 		std::fprintf(stderr, "kernel-check: rtt %d ms %s: %s\n", o.rtt_ms, s.c_str(),
 			     r.contains("skip")	   ? r["skip"].get<std::string>().c_str()
 			     : r.contains("error") ? r["error"].get<std::string>().c_str()
+			     : lost		   ? "bytes lost or changed"
 						   : "done");
 		out["runs"].push_back(std::move(r));
 	}

@@ -73,20 +73,4 @@ void tcp_mem_squeeze::release()
 	done_ = true;
 }
 
-long long own_memcg_limit()
-{
-	std::ifstream cg("/proc/self/cgroup");
-	std::string line, path;
-	while (std::getline(cg, line))
-		if (line.rfind("0::", 0) == 0)
-			path = line.substr(3);
-	if (path.empty())
-		return -1;
-	std::ifstream max("/sys/fs/cgroup" + path + "/memory.max");
-	std::string v;
-	if (!(max >> v) || v == "max")
-		return -1;
-	return std::stoll(v);
-}
-
 } // namespace sockbuf::kcheck

@@ -43,7 +43,4 @@ private:
 	bool active_ = false, done_ = false;
 };
 
-// memory.max of the cgroup v2 this process runs in, or -1 (none, "max").
-long long own_memcg_limit();
-
 } // namespace sockbuf::kcheck

@@ -4,6 +4,7 @@
 // thread of their own; sockets keep the namespace they were made in, and
 // the sampling thread reads them through the shared file table.
 #include "transfer.h"
+#include "track.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -28,24 +29,6 @@ namespace
 
 using clock = std::chrono::steady_clock;
 
-int enter_netns(const std::string &path)
-{
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = setns(fd, CLONE_NEWNET) ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
-// Short timeouts so that blocking calls come back to look at the clock.
-void set_io_timeouts(int fd)
-{
-	timeval tv{0, 200 * 1000};
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
-
 void apply_setup(int fd, const transfer_params &p, socket_track &t)
 {
 	if (p.setup == setup::untouched)
@@ -67,54 +50,6 @@ void apply_setup(int fd, const transfer_params &p, socket_track &t)
 		sockbuf_report_floor(&r, &t.floor);
 }
 
-sockaddr_in server_sockaddr(const transfer_params &p)
-{
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_port = htons(static_cast<uint16_t>(p.port));
-	inet_pton(AF_INET, p.server_addr.c_str(), &a.sin_addr);
-	return a;
-}
-
-void fall(int now, int &peak, int &max_fall, int &low, long &drops, int prev)
-{
-	if (now < prev)
-		drops++;
-	peak = std::max(peak, now);
-	if (peak - now > max_fall) {
-		max_fall = peak - now;
-		low = now;
-	}
-}
-
-void track(int fd, socket_track &t, bool first, long ms, bool series)
-{
-	sockbuf_state s{};
-	if (sockbuf_get_state(fd, &s) < 0)
-		return;
-	if (first) {
-		t.start = s;
-		t.min_snd = t.max_snd = s.sndbuf;
-		t.min_rcv = t.max_rcv = s.rcvbuf;
-	}
-	fall(s.sndbuf, t.peak_snd, t.max_fall_snd, t.low_after_peak_snd, t.drops_snd,
-	     first ? s.sndbuf : t.end.sndbuf);
-	fall(s.rcvbuf, t.peak_rcv, t.max_fall_rcv, t.low_after_peak_rcv, t.drops_rcv,
-	     first ? s.rcvbuf : t.end.rcvbuf);
-	if (series)
-		t.series.push_back({ms, s.sndbuf, s.rcvbuf});
-	t.end = s;
-	t.samples++;
-	t.min_snd = std::min(t.min_snd, s.sndbuf);
-	t.max_snd = std::max(t.max_snd, s.sndbuf);
-	t.min_rcv = std::min(t.min_rcv, s.rcvbuf);
-	t.max_rcv = std::max(t.max_rcv, s.rcvbuf);
-	if (t.floor.snd && s.sndbuf < t.floor.snd)
-		t.below_floor_snd++;
-	if (t.floor.rcv && s.rcvbuf < t.floor.rcv)
-		t.below_floor_rcv++;
-}
-
 void restore_if_below(int fd, socket_track &t)
 {
 	if (!t.floor.snd && !t.floor.rcv)
@@ -132,6 +67,33 @@ void restore_if_below(int fd, socket_track &t)
 }
 
 } // namespace
+
+int enter_netns(const std::string &path)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = setns(fd, CLONE_NEWNET) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+// Short timeouts so that blocking calls come back to look at the clock.
+void set_io_timeouts(int fd)
+{
+	timeval tv{0, 200 * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+sockaddr_in server_sockaddr(const transfer_params &p)
+{
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(static_cast<uint16_t>(p.port));
+	inet_pton(AF_INET, p.server_addr.c_str(), &a.sin_addr);
+	return a;
+}
 
 transfer_result run_transfer(const transfer_params &p)
 {
@@ -243,8 +205,8 @@ transfer_result run_transfer(const transfer_params &p)
 			const bool series = now >= next_series;
 			if (series)
 				next_series = now + p.series_every;
-			track(cfd, res.sender, first, ms, series);
-			track(afd, res.receiver, first, ms, series);
+			track_sample(cfd, res.sender, first, ms, series);
+			track_sample(afd, res.receiver, first, ms, series);
 			first = false;
 			if (p.restore_floor)
 				restore_if_below(cfd, res.sender);

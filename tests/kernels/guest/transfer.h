@@ -5,6 +5,8 @@
 
 #include <sockbuf/sockbuf.h>
 
+#include <netinet/in.h>
+
 #include <array>
 #include <chrono>
 #include <functional>
@@ -47,8 +49,11 @@ struct socket_track {
 	sockbuf_state end{};	  // last sample
 	int min_snd = 0, max_snd = 0, min_rcv = 0, max_rcv = 0;
 	long samples = 0;
-	long below_floor_snd = 0, below_floor_rcv = 0; // samples under floor
-	long restores = 0;			       // restore_floor calls
+	long below_floor_snd = 0, below_floor_rcv = 0;	     // samples under floor
+	long below_floor_ms_snd = 0, below_floor_ms_rcv = 0; // time under floor
+	long last_sample_ms = -1;
+	long max_gap_ms = 0; // longest time between two samples
+	long restores = 0;   // restore_floor calls
 	int restore_err = 0;
 	int min_snd_after_restore = 0; // lowest sndbuf read right after a restore
 	// Largest fall from the highest value seen so far, and where it
@@ -71,5 +76,12 @@ struct transfer_result {
 };
 
 transfer_result run_transfer(const transfer_params &p);
+
+// Moves the calling thread into the network namespace at @path.  -errno.
+int enter_netns(const std::string &path);
+// Short SO_SNDTIMEO/SO_RCVTIMEO, so that blocking calls come back to
+// look at the clock.
+void set_io_timeouts(int fd);
+sockaddr_in server_sockaddr(const transfer_params &p);
 
 } // namespace sockbuf::kcheck

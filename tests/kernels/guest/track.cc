@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#include "track.h"
+
+#include <algorithm>
+
+namespace sockbuf::kcheck
+{
+
+namespace
+{
+
+void fall(int now, int &peak, int &max_fall, int &low, long &drops, int prev)
+{
+	if (now < prev)
+		drops++;
+	peak = std::max(peak, now);
+	if (peak - now > max_fall) {
+		max_fall = peak - now;
+		low = now;
+	}
+}
+
+} // namespace
+
+void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
+{
+	sockbuf_state s{};
+	if (sockbuf_get_state(fd, &s) < 0)
+		return;
+	if (first) {
+		t.start = s;
+		t.min_snd = t.max_snd = s.sndbuf;
+		t.min_rcv = t.max_rcv = s.rcvbuf;
+	}
+	fall(s.sndbuf, t.peak_snd, t.max_fall_snd, t.low_after_peak_snd, t.drops_snd,
+	     first ? s.sndbuf : t.end.sndbuf);
+	fall(s.rcvbuf, t.peak_rcv, t.max_fall_rcv, t.low_after_peak_rcv, t.drops_rcv,
+	     first ? s.rcvbuf : t.end.rcvbuf);
+	if (series)
+		t.series.push_back({ms, s.sndbuf, s.rcvbuf});
+	// A buffer found under its floor is counted as under it since the
+	// sample before: the time below is known only to a sampling interval.
+	const long since = first || t.last_sample_ms < 0 ? 0 : ms - t.last_sample_ms;
+	t.last_sample_ms = ms;
+	t.max_gap_ms = std::max(t.max_gap_ms, since);
+	t.end = s;
+	t.samples++;
+	t.min_snd = std::min(t.min_snd, s.sndbuf);
+	t.max_snd = std::max(t.max_snd, s.sndbuf);
+	t.min_rcv = std::min(t.min_rcv, s.rcvbuf);
+	t.max_rcv = std::max(t.max_rcv, s.rcvbuf);
+	if (t.floor.snd && s.sndbuf < t.floor.snd) {
+		t.below_floor_snd++;
+		t.below_floor_ms_snd += since;
+	}
+	if (t.floor.rcv && s.rcvbuf < t.floor.rcv) {
+		t.below_floor_rcv++;
+		t.below_floor_ms_rcv += since;
+	}
+}
+
+} // namespace sockbuf::kcheck

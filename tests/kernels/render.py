@@ -207,7 +207,11 @@ def c3(res):
 
 
 MEMCG_ARMS = {"raw": "raw SO_*BUF + SO_BUF_LOCK 0", "initial": "set_initial",
-              "reserve": "set_initial + SOCKBUF_F_RESERVE_MEM", "lock": "lock 128K for contrast"}
+              "reserve": "set_initial + SOCKBUF_F_RESERVE_MEM", "lock": "lock 128K for contrast",
+              "guard": "set_initial + floor guard (10 ms)"}
+
+
+GUARD_BOUND_MS = 60  # guard interval 10 ms + scheduling allowance 50 ms
 
 
 def memcg_arm_runs(section):
@@ -225,7 +229,7 @@ def c3_memcg(res, arm_runs):
     for r in arm_runs:
         arm = r["arm"]
         label = "memcg %s" % MEMCG_ARMS.get(arm, arm)
-        out = lib if arm in ("initial", "reserve") else raw
+        out = lib if arm in ("initial", "reserve", "guard") else raw
         if "sender" not in r:
             out.append("%s: %s" % (label, r.get("skip") or r.get("error") or "no result"))
             continue
@@ -248,6 +252,12 @@ def c3_memcg(res, arm_runs):
                                                           kb(res_.get("sampled_max")))
             else:
                 txt += ", no reservation (%s)" % (res_.get("reserve_err") or "not reported")
+        if arm == "guard":
+            g = r.get("guard", {})
+            txt += ", guard: %s passes, %s dips, %s restored" % (
+                g.get("passes", "?"), g.get("below", "?"), g.get("restored", "?"))
+            if g.get("err"):
+                txt += " (guard error %s)" % g["err"]
         ev = m.get("events", {})
         txt += "; group: sock peak %s, max %s, oom %s, oom_kill %s" % (
             kb(m.get("sock_peak")), ev.get("max", "?"), ev.get("oom", "?"), ev.get("oom_kill", "?"))
@@ -255,7 +265,14 @@ def c3_memcg(res, arm_runs):
         txt += "; %s" % ("%s bytes verified" % integ["received"] if integ.get("verified")
                          else "BYTES NOT VERIFIED (sent %s, received %s, corrupt at %s)" % (
                              integ.get("sent"), integ.get("received"), integ.get("corrupt_at")))
-        if low < floor:
+        # The guard's promise is "restored within one interval plus one pass"
+        # (10 ms + a pass + the suite's 50 ms scheduling allowance); the
+        # guest records total time below, which bounds the longest dip from
+        # above, so a pass here is certain and a FAIL may be several dips.
+        guard_held = arm == "guard" and below_ms <= GUARD_BOUND_MS
+        if low < floor and guard_held:
+            txt += "; every dip restored within %d ms" % GUARD_BOUND_MS
+        elif low < floor:
             txt = "**FAILS %s** %s, %s" % ("library" if out is lib else "raw", txt,
                                            code_link(rel, MODERATE))
         out.append(txt)

@@ -11,7 +11,7 @@
 //   tcp_mem      set_initial sender, net.ipv4.tcp_mem lowered under the
 //                memory in use mid-transfer             (raw, global change)
 //   tcp_mem_restore  same, with sockbuf_restore_floor on every sample
-//   memcg_raw, memcg_initial, memcg_reserve, memcg_lock  ("memcg": all four)
+//   memcg_raw, memcg_initial, memcg_reserve, memcg_lock, memcg_guard ("memcg": all five)
 //                only the sender in a cgroup v2 memory group whose
 //                memory.max is lowered mid-transfer; raw setsockopt +
 //                SO_BUF_LOCK 0, set_initial, set_initial with
@@ -166,6 +166,12 @@ json run_memcg(const options &o, const std::string &name, int port)
 			  {"verified", r.sent > 0 && r.sent == r.received && r.corrupt_at < 0}};
 	j["sender"] = track_json(r.sender);
 	j["receiver"] = track_json(r.receiver);
+	if (p.arm == memcg_arm::guard)
+		j["guard"] = {{"interval_ms", 10},
+			      {"passes", r.guard_passes},
+			      {"below", r.guard_below},
+			      {"restored", r.guard_restored},
+			      {"err", errno_json(r.guard_err)}};
 	return j;
 }
 
@@ -250,8 +256,9 @@ bool parse(int argc, char **argv, options &o)
 			std::string s;
 			while (std::getline(ss, s, ','))
 				if (s == "memcg")
-					for (const char *arm : {"memcg_raw", "memcg_initial",
-								"memcg_reserve", "memcg_lock"})
+					for (const char *arm :
+					     {"memcg_raw", "memcg_initial", "memcg_reserve",
+					      "memcg_lock", "memcg_guard"})
 						o.scenarios.push_back(arm);
 				else
 					o.scenarios.push_back(s);

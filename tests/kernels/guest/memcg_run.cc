@@ -64,6 +64,8 @@ const char *const stage_names[] = {"sender netns", "sender socket", "sender conn
 struct done_msg {
 	long long sent;
 	int send_err;
+	int guard_err;
+	long long guard_passes, guard_below, guard_restored;
 };
 
 int ctl_send(int ctl, const void *msg, size_t len, int fd = -1)
@@ -127,6 +129,7 @@ void apply_arm(int fd, const memcg_params &p, setup_msg &m)
 		return;
 	}
 	case memcg_arm::initial:
+	case memcg_arm::guard:
 	case memcg_arm::reserve: {
 		unsigned flags = SOCKBUF_F_FALLBACK_DEFAULT;
 		if (p.arm == memcg_arm::reserve)
@@ -197,8 +200,18 @@ int sender_main(int ctl, const memcg_params &p)
 	}
 	if (ctl_send(ctl, &m, sizeof(m), fd) < 0 || ctl_recv(ctl, &go, 1) < 0)
 		return 1;
+	done_msg d{0, 0, 0, -1, -1, -1};
+	// The guard arm: the library's floor guard on its own thread, started
+	// before the squeeze (its stack is charged, and locked, now).
+	int guard = -1;
+	if (p.arm == memcg_arm::guard) {
+		guard = sockbuf_guard_new(0);
+		int rc = guard < 0 ? guard : sockbuf_guard_add(guard, fd, &m.floor);
+		if (rc == 0)
+			rc = sockbuf_guard_start(guard, 10'000);
+		d.guard_err = rc < 0 ? rc : 0;
+	}
 	const auto deadline = clock::now() + p.base.max_time;
-	done_msg d{0, 0};
 	while (d.sent < p.base.max_bytes && clock::now() < deadline) {
 		size_t want = static_cast<size_t>(std::min<long long>(
 		    static_cast<long long>(buf.size()), p.base.max_bytes - d.sent));
@@ -211,6 +224,16 @@ int sender_main(int ctl, const memcg_params &p)
 			d.send_err = -errno;
 			break;
 		}
+	}
+	if (guard >= 0) {
+		sockbuf_guard_stop(guard);
+		sockbuf_guard_totals t{};
+		if (sockbuf_guard_stats(guard, &t) == 0) {
+			d.guard_passes = static_cast<long long>(t.passes);
+			d.guard_below = static_cast<long long>(t.below);
+			d.guard_restored = static_cast<long long>(t.restored);
+		}
+		sockbuf_guard_destroy(guard);
 	}
 	shutdown(fd, SHUT_WR);
 	ctl_send(ctl, &d, sizeof(d));
@@ -334,7 +357,8 @@ void fill_setup(const setup_msg &m, memcg_arm arm, memcg_result &r)
 
 bool memcg_arm_from_name(const std::string &name, memcg_arm &out)
 {
-	for (auto a : {memcg_arm::raw, memcg_arm::initial, memcg_arm::reserve, memcg_arm::lock})
+	for (auto a : {memcg_arm::raw, memcg_arm::initial, memcg_arm::reserve, memcg_arm::lock,
+		       memcg_arm::guard})
 		if (name == memcg_arm_name(a)) {
 			out = a;
 			return true;
@@ -353,6 +377,8 @@ const char *memcg_arm_name(memcg_arm arm)
 		return "reserve";
 	case memcg_arm::lock:
 		return "lock";
+	case memcg_arm::guard:
+		return "guard";
 	}
 	return "?";
 }
@@ -507,10 +533,14 @@ memcg_result run_memcg_transfer(const memcg_params &p)
 	res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
 	res.received = received;
 	res.corrupt_at = corrupt_at;
-	done_msg d{-1, 0};
+	done_msg d{-1, 0, 0, -1, -1, -1};
 	if (ctl_recv(ctl[0], &d, sizeof(d)) == 0) {
 		res.sent = d.sent;
 		res.send_err = d.send_err;
+		res.guard_err = d.guard_err;
+		res.guard_passes = d.guard_passes;
+		res.guard_below = d.guard_below;
+		res.guard_restored = d.guard_restored;
 	}
 	cleanup();
 	return res;

@@ -24,8 +24,8 @@ enum class memcg_arm {
 	initial, // sockbuf_set_initial_bufsize, nothing watching the floor
 	reserve, // the same with SOCKBUF_F_RESERVE_MEM (SO_RESERVE_MEM)
 	lock,	 // sockbuf_lock_bufsize: autotuning off, for contrast
-		 // The library's floor guard (sockbuf_guard_*) is the fifth arm: the
-		 // same transfer, the guard attached to the sender's socket.
+	guard,	 // initial, with the library's floor guard (sockbuf_guard_*) on a
+		 // 10 ms thread in the sender, watching its socket
 };
 
 bool memcg_arm_from_name(const std::string &name, memcg_arm &out);
@@ -67,7 +67,10 @@ struct memcg_result {
 	long long sent = 0, received = 0;
 	long long corrupt_at = -1; // stream offset of the first wrong byte
 	int send_err = 0;	   // -errno that ended the sender's loop early
-	std::string sender_exit;   // "exit 0", "signal 9", ...
+	// Guard arm: what the sender's floor guard did (-1 other arms).
+	long long guard_passes = -1, guard_below = -1, guard_restored = -1;
+	int guard_err = 0;	 // -errno of a guard call that failed
+	std::string sender_exit; // "exit 0", "signal 9", ...
 	double seconds = 0;
 	socket_track sender, receiver;
 	// getsockopt(SO_RESERVE_MEM) on the sender over the transfer; -1 when

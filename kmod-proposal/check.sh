@@ -2,7 +2,8 @@
 # check.sh: the series applies to the pinned base in order (git apply
 # --check and patch --dry-run, each patch on top of the ones before it),
 # every patch passes scripts/checkpatch.pl --strict from the base tree,
-# and every symbol the series exports has kernel-doc (scripts/kernel-doc).
+# every symbol the series exports has kernel-doc (scripts/kernel-doc), and
+# module/ passes checkpatch --strict as well.
 #
 # The base (linux-source-6.1, Debian 12) is installed with apt-get when
 # missing and extracted once into $SOCKBUF_KMOD_CACHE (default
@@ -76,6 +77,17 @@ while read -r file sym; do
 	fi
 done <"$scratch/exports"
 [[ -s $scratch/exports ]] || { echo "FAIL kernel-doc     the series exports nothing"; failed=1; }
+
+# The out-of-tree module follows the same style.
+for f in "$KMOD_DIR"/module/*.[ch]; do
+	if out=$(cd "$base" && perl scripts/checkpatch.pl --strict --no-tree --terse --no-summary -f "$f" 2>&1) && [[ -z $out ]]; then
+		echo "ok   checkpatch     module/$(basename "$f")"
+	else
+		echo "FAIL checkpatch     module/$(basename "$f")"
+		echo "$out" | sed 's/^/     /'
+		failed=1
+	fi
+done
 
 echo "series: ${#patches[@]} patches, $([[ $failed == 0 ]] && echo passed || echo FAILED)"
 exit "$failed"

@@ -14,6 +14,9 @@ packages=(
 	iproute2 iptables iperf3 python3 procps kmod libcap-ng-utils
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
+	# kmod-proposal/check.sh: checkpatch's SPDX check (kmod-proposal
+	# installs its kernel source base, linux-source-6.1, itself)
+	python3-ply
 )
 
 missing=()

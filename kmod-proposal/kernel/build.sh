@@ -5,9 +5,9 @@
 #
 #   config  `make tinyconfig` plus guest.config (everything built in)
 #   kernel  $SOCKBUF_KMOD_CACHE/build-<patched|unpatched>/arch/x86/boot/bzImage
-#   test    $SOCKBUF_KMOD_CACHE/build-patched/kselftest/so_buf_floor, built by
-#           the selftests' own Makefile (lib.mk), linked statically for the
-#           busybox guest
+#   test    $SOCKBUF_KMOD_CACHE/build-patched/kselftest: the kselftest
+#           install of net:so_buf_floor (run_kselftest.sh), linked
+#           statically for the busybox guest
 #
 # Then: tests/kernels/run-matrix --full --kernel-image <bzImage> ...
 # Prints the wall time of `make -j2 bzImage` (2 jobs: the machine has two
@@ -49,10 +49,14 @@ echo "build: $variant $BASE_PACKAGE $BASE_VERSION: make -j2 bzImage took $((SECO
 echo "build: kernel $out/arch/x86/boot/bzImage"
 
 if [[ $variant == patched ]]; then
+	# The kselftest way, restricted to the series' test: `make install`
+	# writes run_kselftest.sh, the runner and net/so_buf_floor, linked
+	# statically for the busybox guest.
 	make -s -C "$src" O="$out" headers_install INSTALL_HDR_PATH="$out/usr" >/dev/null
-	mkdir -p "$out/kselftest"
-	make -s -C "$src/tools/testing/selftests/net" OUTPUT="$out/kselftest" \
-		KHDR_INCLUDES="-isystem $out/usr/include" LDFLAGS=-static \
-		"$out/kselftest/so_buf_floor"
-	echo "build: kselftest $out/kselftest/so_buf_floor"
+	rm -rf "$out/kselftest"
+	make -s -C "$src/tools/testing/selftests" TARGETS=net \
+		TEST_GEN_PROGS=so_buf_floor TEST_PROGS= TEST_GEN_FILES= TEST_PROGS_EXTENDED= \
+		TEST_GEN_PROGS_EXTENDED= TEST_FILES= KHDR_INCLUDES="-isystem $out/usr/include" \
+		LDFLAGS=-static INSTALL_PATH="$out/kselftest" install >/dev/null
+	echo "build: kselftest $out/kselftest (run_kselftest.sh -t net:so_buf_floor)"
 fi

@@ -109,11 +109,12 @@ def _add_program(root, src, name=None, where="usr/bin"):
 
 
 def build_initramfs(out, kroot, release, programs, init_script, guest_modules=None,
-                    extra_modules=()):
+                    extra_modules=(), trees=None):
     """programs: {name in guest: host path}.  guest_modules: names resolved
     from the package in kroot (default GUEST_MODULES; kroot None: none, a
     kernel with everything built in); extra_modules: .ko files loaded after
-    them.  Returns (path, module list, names missing)."""
+    them; trees: {folder in guest: host folder} copied whole.  Returns
+    (path, module list, names missing)."""
     work = out + ".d"
     if os.path.exists(work):
         shutil.rmtree(work)
@@ -134,6 +135,8 @@ def build_initramfs(out, kroot, release, programs, init_script, guest_modules=No
         _add_program(work, path, where="usr/sbin")
     for name, path in programs.items():
         _add_program(work, path, name)
+    for where, src in (trees or {}).items():
+        shutil.copytree(src, os.path.join(work, where.strip("/")), symlinks=True)
 
     files, missing = [], []
     if kroot is not None:

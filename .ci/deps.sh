@@ -16,6 +16,9 @@ packages=(
 	libnetfilter-queue-dev python3-matplotlib
 	# Debian packages: checked with lintian, installed into a debootstrap root
 	lintian debootstrap dpkg-dev file
+	# kmod-proposal/check.sh: checkpatch's SPDX check (kmod-proposal
+	# installs its kernel source base, linux-source-6.1, itself)
+	python3-ply
 )
 
 missing=()

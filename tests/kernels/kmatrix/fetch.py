@@ -166,7 +166,12 @@ class Apt:
                             if c[0] == name])
 
     def deb_path(self, name, version):
-        return os.path.join(self.debs, "%s_%s_amd64.deb" % (name, version.replace(":", "%3a")))
+        """The .deb in the cache: amd64, or 'all' (headers -common packages)."""
+        stem = os.path.join(self.debs, "%s_%s_" % (name, version.replace(":", "%3a")))
+        for arch in ("amd64", "all"):
+            if os.path.exists(stem + arch + ".deb"):
+                return stem + arch + ".deb"
+        return stem + "amd64.deb"
 
     def download(self, name, version):
         """Path of the .deb, fetched only when the cache lacks it."""
@@ -175,6 +180,7 @@ class Apt:
             return path, False
         r = subprocess.run(["apt-get"] + self.opts + ["-q", "download", "%s=%s" % (name, version)],
                            cwd=self.debs, capture_output=True, text=True)
+        path = self.deb_path(name, version)
         if r.returncode != 0 or not os.path.exists(path):
             raise FetchError("apt-get download %s=%s failed: %s" % (
                 name, version, (r.stderr or r.stdout).strip()[-400:]))

@@ -108,8 +108,13 @@ def _add_program(root, src, name=None, where="usr/bin"):
             shutil.copy(real, tgt)
 
 
-def build_initramfs(out, kroot, release, programs, init_script):
-    """programs: {name in guest: host path}.  Returns (path, module list)."""
+def build_initramfs(out, kroot, release, programs, init_script, guest_modules=None,
+                    extra_modules=(), trees=None):
+    """programs: {name in guest: host path}.  guest_modules: names resolved
+    from the package in kroot (default GUEST_MODULES; kroot None: none, a
+    kernel with everything built in); extra_modules: .ko files loaded after
+    them; trees: {folder in guest: host folder} copied whole.  Returns
+    (path, module list, names missing)."""
     work = out + ".d"
     if os.path.exists(work):
         shutil.rmtree(work)
@@ -130,9 +135,15 @@ def build_initramfs(out, kroot, release, programs, init_script):
         _add_program(work, path, where="usr/sbin")
     for name, path in programs.items():
         _add_program(work, path, name)
+    for where, src in (trees or {}).items():
+        shutil.copytree(src, os.path.join(work, where.strip("/")), symlinks=True)
 
-    depmod(kroot, release)
-    files, missing = module_files(kroot, release, GUEST_MODULES)
+    files, missing = [], []
+    if kroot is not None:
+        depmod(kroot, release)
+        files, missing = module_files(kroot, release,
+                                      GUEST_MODULES if guest_modules is None else guest_modules)
+    files += list(extra_modules)
     order = [_copy_module(f, os.path.join(work, "modules"), i) for i, f in enumerate(files)]
     with open(os.path.join(work, "modules", "order"), "w") as f:
         f.write("".join(m + "\n" for m in order))

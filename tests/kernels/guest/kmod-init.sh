@@ -1,0 +1,80 @@
+#!/bin/sh
+# /init of a kmod guest (tests/kernels/run-matrix --kmod): loads
+# kmod-proposal's module, whose in-kernel self-test runs over loopback at
+# load, reports its verdict, and runs the series' kselftest when the image
+# carries it.  Same console markers as init.sh:
+#   @@SBK STEP <name>@@, @@SBK-BEGIN <name>@@ ... @@SBK-END <name> rc=<n>@@,
+#   @@SBK DONE@@.
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+# devtmpfs has no /dev/stdout; the kselftest runner writes its log there.
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+dmesg -n 1
+# The module's sockets use 127.0.0.1 in the initial namespace.
+/usr/sbin/ip link set lo up
+
+step() { echo "@@SBK STEP $1@@"; }
+emit() {
+	echo "@@SBK-BEGIN $1@@"
+	if [ -s "$2" ]; then cat "$2"; else echo '{}'; fi
+	echo
+	echo "@@SBK-END $1 rc=$3@@"
+}
+jstr() { printf '"%s"' "$(printf '%s' "$1" | tr '\n\t' '  ' | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+# jlines FILE: the file's lines as a JSON array of strings.
+jlines() {
+	printf '['
+	sep=""
+	while IFS= read -r line; do
+		printf '%s%s' "$sep" "$(jstr "$line")"
+		sep=", "
+	done <"$1"
+	printf ']'
+}
+
+step facts
+{
+	echo "{\"release\": $(jstr "$(uname -r)"),"
+	echo "\"version\": $(jstr "$(cat /proc/version)")}"
+} >/tmp/facts.json
+emit facts /tmp/facts.json 0
+
+if [ -f /modules/order ] && [ -s /modules/order ]; then
+	step kmod
+	m=$(tail -n 1 /modules/order)
+	rc=0
+	if insmod "/modules/$m" 2>/tmp/insmod.err; then
+		verdict=$(cat /sys/module/sockbuf_kmod/parameters/selftest)
+		case "$verdict" in pass*) ;; *) rc=1 ;; esac
+		rmmod sockbuf_kmod 2>/tmp/rmmod.err && unload=ok || unload="fail: $(cat /tmp/rmmod.err)"
+		echo "{\"insmod\": \"ok\", \"selftest\": $(jstr "$verdict"), \"rmmod\": $(jstr "$unload")}" >/tmp/kmod.json
+	else
+		rc=1
+		echo "{\"insmod\": $(jstr "fail: $(cat /tmp/insmod.err)")}" >/tmp/kmod.json
+	fi
+	emit kmod /tmp/kmod.json $rc
+fi
+
+# The series' selftest, installed the kselftest way (run_kselftest.sh and
+# its runner; busybox sh runs them).  KTAP lines go into the JSON.
+if [ -x /kselftest/run_kselftest.sh ]; then
+	step kselftest
+	# Appending: the runner opens /dev/stdout again (O_APPEND) for the
+	# test's own lines; a plain > would let the two overwrite each other.
+	: >/tmp/ktap.txt
+	(cd /kselftest && ./run_kselftest.sh -t net:so_buf_floor) >>/tmp/ktap.txt 2>&1
+	rc=1
+	grep -q '^ok 1 selftests: net: so_buf_floor' /tmp/ktap.txt && rc=0
+	echo "{\"test\": \"net:so_buf_floor\", \"ktap\": $(jlines /tmp/ktap.txt)}" >/tmp/ktap.json
+	emit kselftest-so_buf_floor /tmp/ktap.json $rc
+fi
+
+echo "@@SBK DONE@@"
+sync
+poweroff -f

@@ -129,8 +129,11 @@ bool floor_guard::use_dump()
 		return true; // measure the dump first
 	if (source_ns_[0] == 0)
 		return false; // then getsockopt
-	bool cheaper = source_ns_[1] < source_ns_[0];
-	return passes_ % 64 == 0 ? !cheaper : cheaper;
+	const bool dump_cheaper = source_ns_[1] < source_ns_[0];
+	const int64_t chosen = dump_cheaper ? source_ns_[1] : source_ns_[0];
+	const int64_t other = dump_cheaper ? source_ns_[0] : source_ns_[1];
+	const uint64_t retime = other < 4 * chosen ? 64 : 4096;
+	return passes_ % retime == 0 ? !dump_cheaper : dump_cheaper;
 }
 
 // One dump of this namespace's TCP sockets; only the guarded ones are kept.

@@ -69,7 +69,9 @@ private:
 	// 0 until measured.  A dump's cost is mostly the kernel's walk of its
 	// whole established-socket hash table, whatever the number guarded;
 	// getsockopt's grows with the number guarded: the guard measures both
-	// and uses the cheaper, measuring the other again every 64 passes.
+	// and uses the cheaper, timing the other again every 64th pass while
+	// it was within 4 times the cost of the chosen one, every 4096th
+	// otherwise (a dump that walks a big table must not be paid often).
 	int64_t source_ns_[2] = {0, 0};
 	uint64_t passes_ = 0;
 	struct sockbuf_guard_totals stats_ = {};

@@ -577,7 +577,8 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * fstat and a getsockopt per guarded direction for each socket.  A dump
  * costs mostly the kernel's walk of its whole established-socket table,
  * whatever the number guarded: the guard times both on its first two
- * passes, uses the cheaper, and times the other again every 64th pass.
+ * passes, uses the cheaper, and times the other again every 64th pass
+ * (every 4096th when it cost over 4 times as much).
  * @out->diag says which a pass used.  A restore costs what
  * sockbuf_restore_floor() costs.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.

@@ -15,11 +15,6 @@
 
 using sockbuf::guard::floor_guard;
 
-namespace sockbuf::guard
-{
-int check_flags(unsigned int flags);
-}
-
 namespace
 {
 

@@ -22,6 +22,9 @@
 namespace sockbuf::guard
 {
 
+// 0, or -EINVAL for bits outside SOCKBUF_GUARD_*.
+int check_flags(unsigned int flags);
+
 class floor_guard
 {
 public:

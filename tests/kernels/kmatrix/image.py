@@ -15,20 +15,32 @@ class ImageError(Exception):
     pass
 
 
+def unpack_once(debs, dest, finish=None):
+    """Unpack the .debs into dest, then call finish(dest), unless a complete
+    unpack is already there (marked by .extracted); a partial one is redone."""
+    done = os.path.join(dest, ".extracted")
+    if os.path.exists(done):
+        return
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    os.makedirs(dest)
+    for deb in debs:
+        subprocess.run(["dpkg-deb", "-x", deb, dest], check=True)
+    if finish:
+        finish(dest)
+    open(done, "w").close()
+
+
+def _merged_usr_lib(dest):
+    # Merged /usr (trixie, sid): depmod -b looks in lib/modules.
+    if not os.path.exists(os.path.join(dest, "lib")) and os.path.isdir(
+            os.path.join(dest, "usr", "lib")):
+        os.symlink("usr/lib", os.path.join(dest, "lib"))
+
+
 def extract(debs, dest):
     """Unpack the .debs into dest once; returns (release, vmlinuz path)."""
-    done = os.path.join(dest, ".extracted")
-    if not os.path.exists(done):
-        if os.path.exists(dest):
-            shutil.rmtree(dest)
-        os.makedirs(dest)
-        for deb in debs:
-            subprocess.run(["dpkg-deb", "-x", deb, dest], check=True)
-        # Merged /usr (trixie, sid): depmod -b looks in lib/modules.
-        if not os.path.exists(os.path.join(dest, "lib")) and os.path.isdir(
-                os.path.join(dest, "usr", "lib")):
-            os.symlink("usr/lib", os.path.join(dest, "lib"))
-        open(done, "w").close()
+    unpack_once(debs, dest, _merged_usr_lib)
     mods = sorted(glob.glob(os.path.join(dest, "lib", "modules", "*")))
     mods = [m for m in mods if os.path.isdir(os.path.join(m, "kernel"))]
     if not mods:

@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 
+from . import image
+
 
 class KmodError(Exception):
     pass
@@ -52,15 +54,7 @@ def fetch_headers(apt, image_package, image_version, suites, cache):
             version = found[1]
         debs.append(apt.download(dep, version)[0])
     root = os.path.join(cache, "headers", "%s_%s" % (name, image_version.replace(":", "%3a")))
-    done = os.path.join(root, ".extracted")
-    if not os.path.exists(done):
-        if os.path.exists(root):
-            shutil.rmtree(root)
-        os.makedirs(root)
-        for deb in debs:
-            subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
-        _relocate(root)
-        open(done, "w").close()
+    image.unpack_once(debs, root, _relocate)
     kdir = os.path.join(root, "usr", "src", name)
     if not os.path.isfile(os.path.join(kdir, "Makefile")):
         raise KmodError("no usr/src/%s/Makefile in the headers packages" % name)

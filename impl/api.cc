@@ -219,7 +219,7 @@ int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned in
 	struct sockbuf_report local;
 	struct sockbuf_report *rep = report ? report : &local;
 	if (size[0] || size[1]) {
-		ret = set_initial(fd, size, flags, rep, want[0] + want[1]);
+		ret = set_initial(fd, size, flags, rep, exec::reserve_amount(want[0], want[1]));
 		if (ret < 0)
 			return ret;
 	} else {

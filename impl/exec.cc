@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -69,12 +71,21 @@ int apply_one(op &o, int i, int plan, int *unlock_bits)
 	}
 }
 
-// SO_RESERVE_MEM of the whole floor.  The reservation is shared by both
-// queues (sk_unused_reserved_mem() subtracts wmem_queued and rmem_alloc) and
-// sk_stream_moderate_sndbuf() keeps the send buffer at or above the unused
-// part, so reserving send + receive floors limits how far the send buffer is cut while
-// the receive queue stays within its own.  SO_RESERVE_MEM replaces the
-// previous amount: restore passes the full floor, not just what it raised.
+// SO_RESERVE_MEM sized so that moderation cannot cut the send buffer below
+// its floor.  The reservation is one per socket, shared by both queues
+// (sk_unused_reserved_mem() is reserved - wmem_queued - rmem_alloc), and
+// sk_stream_moderate_sndbuf() keeps max(min(sndbuf, queued / 2), unused).
+// Moderation runs only when a charge fails (__sk_mem_raise_allocated()'s
+// suppress_allocation, tcp_stream_alloc_skb()), and a charge of size c
+// fails only once the forward allocation, never below the unused
+// reservation, is short of c: queued > reserved - rmem_alloc - c.  The
+// send buffer is then cut to about queued / 2 > (reserved - rmem_alloc -
+// c) / 2.  With reserved = 2 x send floor + receive floor + allowance,
+// a receive queue within its floor and c within the allowance, that is at
+// least the send floor.  A reservation of send + receive floor only (the
+// library's earlier amount) let 6.12 and 7.2 cut a 128 KiB floor to 114 KiB
+// under a memcg limit.  SO_RESERVE_MEM replaces the previous amount:
+// restore passes the full floor, not just what it raised.
 //
 // No syscall is made where the answer is known: a kernel without the option
 // (-ENOPROTOOPT), a process the probe found unable to use it (-EOPNOTSUPP,
@@ -94,7 +105,8 @@ int reserve_refusal(const op &o)
 
 void reserve(op &o)
 {
-	int bytes = o.reserve_bytes ? o.reserve_bytes : o.rep->snd.floor + o.rep->rcv.floor;
+	int bytes =
+	    o.reserve_bytes ? o.reserve_bytes : reserve_amount(o.rep->snd.floor, o.rep->rcv.floor);
 	int ret = reserve_refusal(o);
 	if (ret == 0)
 		ret = sys::set_int(o.fd, SOL_SOCKET, SO_RESERVE_MEM, bytes);
@@ -140,6 +152,17 @@ void read_back(op &o)
 }
 
 } // namespace
+
+int reserve_amount(int snd_floor, int rcv_floor)
+{
+	// One charge: a page fragment of copied data (32 KiB) or an skb's
+	// truesize; 64 KiB covers a linear skb of a 64 KiB GSO segment too.
+	constexpr int64_t reserve_allowance = 64 << 10;
+	int64_t bytes = 2 * int64_t(snd_floor) + int64_t(rcv_floor);
+	if (snd_floor > 0)
+		bytes += reserve_allowance;
+	return int(std::min<int64_t>(bytes, INT_MAX));
+}
 
 int run(op &o, mode m)
 {

@@ -299,9 +299,10 @@ struct sockbuf_floor {
 /* Use SO_*BUFFORCE to pass net.core.[wr]mem_max when CAP_NET_ADMIN is
  * effective.  Without the capability the clamped size stands, reported. */
 #define SOCKBUF_F_ALLOW_FORCE (1u << 2)
-/* Also reserve the floor's memory (send floor + receive floor) with
- * SO_RESERVE_MEM where the kernel allows: that limits how far send-side
- * moderation under memory pressure can cut the send buffer. */
+/* Also reserve memory with SO_RESERVE_MEM where the kernel allows: 2 x the
+ * send floor + the receive floor + 64 KiB, the amount that keeps send-side
+ * moderation under memory pressure from cutting the send buffer below its
+ * floor while the receive queue stays within its own (sockbuf(7)). */
 #define SOCKBUF_F_RESERVE_MEM (1u << 3)
 #define SOCKBUF_F_ALL_                                                                             \
 	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE |            \

@@ -6,6 +6,7 @@
 #include <sockbuf/sockbuf.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 namespace sockbuf::test
@@ -18,6 +19,10 @@ std::mutex g_lock;
 std::vector<fault> g_faults;
 std::atomic<int> g_calls_get{0};
 std::atomic<int> g_calls_set{0};
+struct recorded {
+	int level, name, value;
+};
+std::vector<recorded> g_set_values; // guarded by g_lock
 
 int match(bool set, int level, int name)
 {
@@ -44,9 +49,15 @@ int hook_get(int, int level, int name, void *, socklen_t *)
 	return match(false, level, name);
 }
 
-int hook_set(int, int level, int name, const void *, socklen_t)
+int hook_set(int, int level, int name, const void *val, socklen_t len)
 {
 	g_calls_set++;
+	if (val && len == sizeof(int)) {
+		int v = 0;
+		std::memcpy(&v, val, sizeof(v));
+		std::lock_guard<std::mutex> guard(g_lock);
+		g_set_values.push_back({level, name, v});
+	}
 	return match(true, level, name);
 }
 
@@ -59,6 +70,7 @@ injector::injector()
 	{
 		std::lock_guard<std::mutex> guard(g_lock);
 		g_faults.clear();
+		g_set_values.clear();
 	}
 	g_calls_get = g_calls_set = 0;
 	sys::set_hooks(&g_hooks);
@@ -84,6 +96,16 @@ int injector::calls_get() const
 int injector::calls_set() const
 {
 	return g_calls_set;
+}
+
+std::vector<int> injector::values_set(int level, int name) const
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	std::vector<int> out;
+	for (const auto &r : g_set_values)
+		if (r.level == level && r.name == name)
+			out.push_back(r.value);
+	return out;
 }
 
 void reprobe_real_kernel()

@@ -31,6 +31,9 @@ public:
 	void add(const fault &f);
 	int calls_get() const;
 	int calls_set() const;
+	// Every int value passed to setsockopt(@level, @name) while this
+	// injector was active, in call order (failed and faked calls too).
+	std::vector<int> values_set(int level, int name) const;
 };
 
 // A fresh probe (SOCKBUF_PROBE_FRESH) while an injector is active makes the

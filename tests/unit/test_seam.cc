@@ -176,4 +176,43 @@ TEST(Seam, NoReservationOnAListener)
 	reprobe_real_kernel();
 }
 
+// The reservation keeps the send floor through moderation only at 2 x send
+// floor + receive floor + one charge (exec.cc: reserve()); send + receive
+// floor let 6.12 cut a 128 KiB floor to 114 KiB.  Checked on what reaches
+// setsockopt, for set_initial and for restore_floor (which passes the
+// whole floor, not the part it raised).
+TEST(Seam, ReservationIsTwiceTheSendFloorPlusReceiveFloorPlusOneCharge)
+{
+	injector inj;
+	inj.add({true, SOL_SOCKET, SO_RESERVE_MEM, 0}); // every reservation succeeds
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+	ASSERT_TRUE(p.features & SOCKBUF_FEAT_RESERVE_MEM);
+	tcp_pair pr;
+	ASSERT_TRUE(make_pair(&pr));
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_set_initial_bufsize(pr.client, 131072, 65536,
+					      SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK,
+					      &rep),
+		  0);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVED);
+	// Only the receive side: no send floor, no allowance.
+	ASSERT_EQ(sockbuf_set_initial_bufsize(
+		      pr.server, 0, 65536, SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  0);
+	// restore_floor of a send buffer pushed below, floor 196608 / 65536.
+	const int small = 4096;
+	ASSERT_EQ(setsockopt(pr.client, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	struct sockbuf_floor fl = {196608, 65536};
+	ASSERT_EQ(sockbuf_restore_floor(pr.client, &fl,
+					SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  0);
+	const int charge = 64 << 10;
+	const std::vector<int> want = {4096, 0,				   // the probe's own
+				       2 * 131072 + 65536 + charge, 65536, // set_initial x 2
+				       2 * 196608 + 65536 + charge};	   // restore
+	EXPECT_EQ(inj.values_set(SOL_SOCKET, SO_RESERVE_MEM), want);
+	reprobe_real_kernel();
+}
+
 } // namespace

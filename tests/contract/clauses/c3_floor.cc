@@ -12,8 +12,15 @@
 // The library half has a time bound, so it can only pass when the samples
 // are closer together than that bound: a longer gap could hide a dip the
 // guard never repaired, and the verdict is then "unverified".
+// Library, reserve mode: sockbuf_set_initial_bufsize with
+// SOCKBUF_F_RESERVE_MEM and no guard.  Where the reservation is in force
+// the promise is "never below", judged like raw (any sample under the
+// floor fails); a socket without one (no memcg socket accounting) carries
+// no promise and is counted apart, with the reason.
 #include "clauses.h"
 #include "common.h"
+
+#include <cstring>
 
 namespace sockbuf::contract
 {
@@ -117,6 +124,31 @@ verdict judge_c3(const scenario_result &r)
 			add_violation(&v.lib, "C3", r, s, "SO_RCVBUF at the end", -1,
 				      s.after.gs_rcv, s.rcv.floor);
 	});
+	// Reserve mode: never below where SO_RESERVE_MEM is in force.
+	int reserved = 0, unreserved = 0, reserve_err = 0;
+	uint64_t reserve_samples = 0;
+	for_arm(r, arm::lib_reserve, [&](const socket_record &s) {
+		if (!s.reserved) {
+			unreserved++;
+			if (!reserve_err)
+				reserve_err = s.reserve_err;
+			return;
+		}
+		reserved++;
+		for (const auto &nt : tracks_of(s)) {
+			reserve_samples += nt.t->samples;
+			if (nt.floor > 0 && nt.t->below_floor)
+				add_violation(&v.lib, "C3", r, s,
+					      fmt::format("{} under the floor with SO_RESERVE_MEM "
+							  "in force",
+							  nt.what),
+					      double(nt.t->first_below_us) / 1e3,
+					      nt.t->lowest_below, nt.floor);
+		}
+		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
+			add_violation(&v.lib, "C3", r, s, "SO_SNDBUF at the end (reserve)", -1,
+				      s.after.gs_snd, s.snd.floor);
+	});
 	if (r.guard.restore_errors)
 		v.lib.violations.push_back({"C3", r.name, "floor guard", "restore_floor failed", -1,
 					    int64_t(r.guard.restore_errors), 0});
@@ -128,7 +160,14 @@ verdict judge_c3(const scenario_result &r)
 				   dips, r.guard.restores, double(longest) / 1e3);
 	else
 		why += ", none under the floor";
-	settle(&v.lib, n, why, "no library sockets");
+	if (reserved)
+		why += fmt::format("; reserve mode: {} sockets with SO_RESERVE_MEM in force, {} "
+				   "samples, never under the floor",
+				   reserved, reserve_samples);
+	if (unreserved)
+		why += fmt::format("; reserve mode not judged on {} sockets: no reservation ({})",
+				   unreserved, std::strerror(-reserve_err));
+	settle(&v.lib, n + reserved, why, "no library sockets");
 	v.lib.gap_ms = double(gap.us) / 1e3;
 	v.lib.bound_ms = double(bound) / 1e3;
 	if (v.lib.o == outcome::pass && gap.us > bound) {

@@ -60,6 +60,30 @@ void from_report(dir_setup *d, const sockbuf_dir_report &r)
 	d->strategy = r.strategy;
 }
 
+void from_reserve(socket_record *rec, const sockbuf_report &rep)
+{
+	rec->reserved = (rep.flags & SOCKBUF_R_RESERVED) != 0;
+	rec->reserve_err = rep.reserve_err;
+}
+
+// An accepted socket does not inherit its listener's reservation (and the
+// library makes none on a listener): the transport reserves on each one
+// it accepts, with the listener's floors, as sockbuf_set_initial_bufsize(3)
+// says.  The call keeps the inherited sizes (a connected socket is never
+// lowered) and only adds the reservation.
+void reserve_accepted(socket_record *srv, const socket_record &lis)
+{
+	sockbuf_report rep = {};
+	int ret =
+	    sockbuf_set_initial_bufsize(srv->fd, lis.snd.floor, lis.rcv.floor,
+					SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_RESERVE_MEM, &rep);
+	if (ret < 0) {
+		srv->reserve_err = ret;
+		return;
+	}
+	from_reserve(srv, rep);
+}
+
 int make_socket()
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -137,6 +161,16 @@ int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec, const setu
 			from_report(&rec->rcv, rep.rcv);
 		}
 		break;
+	case arm::lib_reserve:
+		ret = sockbuf_set_initial_bufsize(
+		    fd, sz.snd, sz.rcv, flags | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_RESERVE_MEM,
+		    &rep);
+		if (ret == 0) {
+			from_report(&rec->snd, rep.snd);
+			from_report(&rec->rcv, rep.rcv);
+			from_reserve(rec, rep);
+		}
+		break;
 	case arm::lib_locked:
 		ret = sockbuf_lock_bufsize(fd, sz.snd, sz.rcv, flags & SOCKBUF_F_ALLOW_FORCE, &rep);
 		if (ret == 0) {
@@ -161,6 +195,7 @@ int apply_arm(arm a, int fd, const arm_sizes &sz, socket_record *rec, const setu
 		rec->rcv.floor = std::min(sz.rcv, rec->rcv.after_call);
 		break;
 	case arm::lib_initial:
+	case arm::lib_reserve:
 		break; // from the report
 	case arm::raw_locked:
 	case arm::lib_locked:
@@ -275,6 +310,8 @@ int open_connections(const std::string &scenario, const std::vector<arm> &arms, 
 		srv.listener_sndbuf = get_int(lis.fd, SOL_SOCKET, SO_SNDBUF);
 		srv.listener_rcvbuf = get_int(lis.fd, SOL_SOCKET, SO_RCVBUF);
 		srv.listener_lock = get_int(lis.fd, SOL_SOCKET, SO_BUF_LOCK);
+		if (a == arm::lib_reserve)
+			reserve_accepted(&srv, lis);
 		out->sockets.push_back(srv);
 		out->conns.push_back({a, ci, out->sockets.size() - 1});
 		fill_inode(&out->sockets[ci]);

@@ -17,6 +17,8 @@ const char *arm_name(arm a)
 		return "raw_locked";
 	case arm::lib_locked:
 		return "lib_locked";
+	case arm::lib_reserve:
+		return "lib_reserve";
 	}
 	return "?";
 }

@@ -18,8 +18,10 @@ enum class arm : int {
 	lib_initial, // sockbuf_set_initial_bufsize + floor guard (restore)
 	raw_locked,  // setsockopt(SO_*BUF): locked
 	lib_locked,  // sockbuf_lock_bufsize
+	lib_reserve, // sockbuf_set_initial_bufsize + SOCKBUF_F_RESERVE_MEM, no
+		     // guard; accepted sockets reserve again (not inherited)
 };
-constexpr int arm_count = 5;
+constexpr int arm_count = 6;
 const char *arm_name(arm a);
 
 enum class role : int { client, server, listener };
@@ -74,6 +76,10 @@ struct socket_record {
 	dir_setup snd, rcv;
 	int lock_after_call = -1; // SO_BUF_LOCK after setup
 	int setup_err = 0;	  // -errno of a failed setup call
+	// lib_reserve: SO_RESERVE_MEM in force on this socket, or why not
+	// (the report's reserve_err; 0 while not asked).
+	bool reserved = false;
+	int reserve_err = 0;
 
 	// Accepted sockets: what they carried from the listener at accept().
 	int accept_sndbuf = -1, accept_rcvbuf = -1, accept_lock = -1;

@@ -64,22 +64,30 @@ json arm_summary(const scenario_result &r, arm a, role ro)
 		into->max = std::max(into->max, t.max);
 		into->samples += t.samples;
 	};
-	int n = 0, ws = -1;
+	int n = 0, ws = -1, reserved = 0, reserve_err = 0;
 	for (const auto &s : r.sockets)
 		if (s.a == a && s.r == ro) {
 			n++;
+			reserved += s.reserved;
+			if (!reserve_err)
+				reserve_err = s.reserve_err;
 			merge(&snd, s.gs_snd);
 			merge(&rcv, s.gs_rcv);
 			merge(&dsnd, s.diag_snd);
 			merge(&drcv, s.diag_rcv);
 			ws = s.rcv_wscale;
 		}
-	return {{"sockets", n},
-		{"rcv_wscale", ws},
-		{"sndbuf", {{"min", snd.min}, {"max", snd.max}, {"samples", snd.samples}}},
-		{"rcvbuf", {{"min", rcv.min}, {"max", rcv.max}, {"samples", rcv.samples}}},
-		{"diag_sndbuf", {{"min", dsnd.min}, {"max", dsnd.max}}},
-		{"diag_rcvbuf", {{"min", drcv.min}, {"max", drcv.max}}}};
+	json j = {{"sockets", n},
+		  {"rcv_wscale", ws},
+		  {"sndbuf", {{"min", snd.min}, {"max", snd.max}, {"samples", snd.samples}}},
+		  {"rcvbuf", {{"min", rcv.min}, {"max", rcv.max}, {"samples", rcv.samples}}},
+		  {"diag_sndbuf", {{"min", dsnd.min}, {"max", dsnd.max}}},
+		  {"diag_rcvbuf", {{"min", drcv.min}, {"max", drcv.max}}}};
+	if (a == arm::lib_reserve) {
+		j["reserved"] = reserved;
+		j["reserve_err"] = reserve_err;
+	}
+	return j;
 }
 
 outcome outcome_of(const json &half)

@@ -183,6 +183,44 @@ TEST(SuiteFails, LoweredLibraryBufferIsRestoredByTheGuard)
 	EXPECT_NE(v.lib.why.find("restores"), std::string::npos) << v.lib.why;
 }
 
+// Reserve mode promises "never below" where SO_RESERVE_MEM is in force.
+// This host may give no reservation (no memcg socket accounting), so the
+// run marks the lib_reserve sockets as reserved before judging: a
+// reservation in force with a buffer that fell must fail C3 (library),
+// with no time bound to hide behind.
+TEST(SuiteFails, LoweredReservedBufferFailsC3Library)
+{
+	run_hooks h = shrink(arm::lib_reserve);
+	h.at_end = [](connection_set &set) {
+		for (auto &s : set.sockets)
+			if (s.a == arm::lib_reserve)
+				s.reserved = true;
+	};
+	scenario_result r = run(h);
+	ASSERT_TRUE(r.data.ok());
+	verdict v = judge_c3(r);
+	expect_violation(v.lib, "C3", "/lib_reserve/", 131072);
+	EXPECT_NE(v.lib.violations.front().what.find("SO_RESERVE_MEM in force"), std::string::npos)
+	    << v.lib.violations.front().what;
+}
+
+// Control: without a reservation the reserve arm promises nothing, so the
+// same dip is not a failure; the verdict says why it was not judged.
+TEST(SuiteFails, ReserveArmWithoutReservationIsNotJudged)
+{
+	scenario_result r = run(shrink(arm::lib_reserve));
+	ASSERT_TRUE(r.data.ok());
+	bool any_reserved = false;
+	for (const auto &s : r.sockets)
+		any_reserved |= s.a == arm::lib_reserve && s.reserved;
+	if (any_reserved)
+		GTEST_SKIP() << "this kernel and cgroup gave a reservation: the control "
+				"needs a machine without memcg socket accounting";
+	verdict v = judge_c3(r);
+	expect_pass_unless_sparse(v.lib);
+	EXPECT_NE(v.lib.why.find("reserve mode not judged"), std::string::npos) << v.lib.why;
+}
+
 TEST(SuiteFails, InjectedSamplerViolationFailsC3Library)
 {
 	// The sampler's input says the library client's send buffer read 1000

@@ -157,8 +157,20 @@ if command -v sockbuf-contract >/dev/null; then
 	step contract
 	contract_args=""
 	[ "$sbk_profile" = quick ] && contract_args=--quick
-	sockbuf-contract $contract_args --allow-global-changes \
-		--json /tmp/contract.json
+	# In a memory cgroup of its own (no limit) where the kernel has the
+	# controller: SO_RESERVE_MEM works only for sockets charged to a
+	# non-root memcg, so the reserve arm's promise is judged only there.
+	contract_cg=""
+	case " $cg " in
+	*" memory "*)
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+		mkdir -p /sys/fs/cgroup/sbk-contract 2>/dev/null &&
+			contract_cg=/sys/fs/cgroup/sbk-contract
+		;;
+	esac
+	# shellcheck disable=SC2086,SC2016 # word splitting of the flags is wanted
+	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec sockbuf-contract "$@"' \
+		sh "$contract_cg" $contract_args --allow-global-changes --json /tmp/contract.json
 	emit contract /tmp/contract.json $?
 fi
 

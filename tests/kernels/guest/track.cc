@@ -36,7 +36,12 @@ void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
 	     first ? s.sndbuf : t.end.sndbuf);
 	fall(s.rcvbuf, t.peak_rcv, t.max_fall_rcv, t.low_after_peak_rcv, t.drops_rcv,
 	     first ? s.rcvbuf : t.end.rcvbuf);
-	if (series)
+	// The coarse tick, plus every change between ticks (bounded), so that
+	// a dip shorter than the tick still shows in the series and its plot.
+	constexpr size_t max_change_points = 2000;
+	const bool changed = !t.series.empty() && (t.series.back()[1] != s.sndbuf ||
+						   t.series.back()[2] != s.rcvbuf);
+	if (series || (changed && t.series.size() < max_change_points))
 		t.series.push_back({ms, s.sndbuf, s.rcvbuf});
 	// A buffer found under its floor is counted as under it since the
 	// sample before: the time below is known only to a sampling interval.

@@ -62,7 +62,8 @@ struct socket_track {
 	int max_fall_snd = 0, max_fall_rcv = 0;
 	int low_after_peak_snd = 0, low_after_peak_rcv = 0;
 	long drops_snd = 0, drops_rcv = 0; // samples lower than the one before
-	// Coarse time series: {ms, sndbuf, rcvbuf} every series_every.
+	// Time series: {ms, sndbuf, rcvbuf} every series_every, and at every
+	// change in between (at most 2000 such points).
 	std::vector<std::array<long, 3>> series;
 };
 

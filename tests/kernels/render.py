@@ -266,13 +266,30 @@ def c3_memcg(res, arm_runs):
                          else "BYTES NOT VERIFIED (sent %s, received %s, corrupt at %s)" % (
                              integ.get("sent"), integ.get("received"), integ.get("corrupt_at")))
         # The guard's promise is "restored within one interval plus one pass"
-        # (10 ms + a pass + the suite's 50 ms scheduling allowance); the
-        # guest records total time below, which bounds the longest dip from
-        # above, so a pass here is certain and a FAIL may be several dips.
-        guard_held = arm == "guard" and below_ms <= GUARD_BOUND_MS
-        if low < floor and guard_held:
+        # (10 ms + a pass + the suite's 50 ms scheduling allowance).  Each
+        # dip is bounded by the samples (dips_snd: at least first to last
+        # sample under the floor, at most sample before to sample after):
+        # it held if every upper bound is within the bound, failed if a
+        # lower bound passes it, and is unverified in between.  Results
+        # without dips_snd carry only the total time below, an upper bound.
+        d = sd.get("dips_snd")
+        if arm == "guard" and d and d.get("count"):
+            txt += "; %d dips, the longest %d..%s ms" % (
+                d["count"], d["longest_lower_ms"],
+                "open at the end" if d["open_at_end"] else d["longest_upper_ms"])
+        if low >= floor:
+            pass
+        elif arm == "guard" and d:
+            if d["open_at_end"] or d["longest_lower_ms"] > GUARD_BOUND_MS:
+                txt = "**FAILS library** %s, %s" % (txt, code_link(rel, MODERATE))
+            elif d["longest_upper_ms"] <= GUARD_BOUND_MS:
+                txt += "; every dip restored within %d ms" % GUARD_BOUND_MS
+            else:
+                txt = ("*unverified* %s: samples too far apart to tell whether the "
+                       "longest dip passed the %d ms bound" % (txt, GUARD_BOUND_MS))
+        elif arm == "guard" and below_ms <= GUARD_BOUND_MS:
             txt += "; every dip restored within %d ms" % GUARD_BOUND_MS
-        elif low < floor:
+        else:
             txt = "**FAILS %s** %s, %s" % ("library" if out is lib else "raw", txt,
                                            code_link(rel, MODERATE))
         out.append(txt)

@@ -221,6 +221,26 @@ class MemcgRenderTest(unittest.TestCase):
         _, lib = render.c3_memcg({"release": "6.1.0"}, [self.arm("reserve", 131072)])
         self.assertIn("no reservation (Operation not supported)", lib[0])
 
+    def guard_run(self, lower, upper, open_at_end=False):
+        run = self.arm("guard", 60000)
+        run["sender"]["dips_snd"] = {"count": 3, "longest_lower_ms": lower,
+                                     "longest_upper_ms": upper, "open_at_end": open_at_end}
+        return render.c3_memcg({"release": "6.1.0"}, [run])[1][0]
+
+    def test_guard_dips_bounded_by_samples(self):
+        # Held: every dip's upper bound within 60 ms, whatever the total.
+        held = self.guard_run(5, 55)
+        self.assertIn("every dip restored within 60 ms", held)
+        self.assertIn("3 dips, the longest 5..55 ms", held)
+        self.assertNotIn("FAILS", held)
+        # Failed: a dip seen under the floor for longer than the bound.
+        self.assertTrue(self.guard_run(70, 900).startswith("**FAILS library**"))
+        self.assertTrue(self.guard_run(0, 0, open_at_end=True).startswith("**FAILS library**"))
+        # Neither provable: samples too sparse.
+        unv = self.guard_run(0, 800)
+        self.assertTrue(unv.startswith("*unverified*"), unv)
+        self.assertNotIn("FAILS", unv)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,25 @@ void fall(int now, int &peak, int &max_fall, int &low, long &drops, int prev)
 	}
 }
 
+void dip(dip_bounds &d, bool below, long ms, long prev_ms)
+{
+	if (below) {
+		if (!d.open) {
+			d.open = true;
+			d.count++;
+			d.first_ms = ms;
+			d.before_ms = prev_ms;
+		}
+		d.last_ms = ms;
+		d.longest_lower_ms = std::max(d.longest_lower_ms, d.last_ms - d.first_ms);
+		return;
+	}
+	if (d.open) {
+		d.open = false;
+		d.longest_upper_ms = std::max(d.longest_upper_ms, ms - d.before_ms);
+	}
+}
+
 } // namespace
 
 void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
@@ -39,13 +58,14 @@ void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
 	// The coarse tick, plus every change between ticks (bounded), so that
 	// a dip shorter than the tick still shows in the series and its plot.
 	constexpr size_t max_change_points = 2000;
-	const bool changed = !t.series.empty() && (t.series.back()[1] != s.sndbuf ||
-						   t.series.back()[2] != s.rcvbuf);
+	const bool changed =
+	    !t.series.empty() && (t.series.back()[1] != s.sndbuf || t.series.back()[2] != s.rcvbuf);
 	if (series || (changed && t.series.size() < max_change_points))
 		t.series.push_back({ms, s.sndbuf, s.rcvbuf});
 	// A buffer found under its floor is counted as under it since the
 	// sample before: the time below is known only to a sampling interval.
 	const long since = first || t.last_sample_ms < 0 ? 0 : ms - t.last_sample_ms;
+	dip(t.dips_snd, t.floor.snd && s.sndbuf < t.floor.snd, ms, ms - since);
 	t.last_sample_ms = ms;
 	t.max_gap_ms = std::max(t.max_gap_ms, since);
 	t.end = s;

@@ -38,6 +38,18 @@ struct transfer_params {
 	std::function<void(std::chrono::milliseconds)> on_tick;
 };
 
+// The longest stretch a buffer spent under its floor, bounded from both
+// sides by the samples: at least from the first to the last sample found
+// under it, at most from the sample before (at or above the floor, or the
+// start) to the sample after.  A stretch still open at the last sample has
+// no upper bound.
+struct dip_bounds {
+	long count = 0;
+	long longest_lower_ms = 0, longest_upper_ms = 0;
+	bool open = false; // under the floor at the last sample
+	long first_ms = -1, last_ms = -1, before_ms = -1;
+};
+
 // What one socket looked like over a transfer.
 struct socket_track {
 	std::string strategy_snd, strategy_rcv; // set_initial/lock report
@@ -51,6 +63,7 @@ struct socket_track {
 	long samples = 0;
 	long below_floor_snd = 0, below_floor_rcv = 0;	     // samples under floor
 	long below_floor_ms_snd = 0, below_floor_ms_rcv = 0; // time under floor
+	dip_bounds dips_snd;
 	long last_sample_ms = -1;
 	long max_gap_ms = 0; // longest time between two samples
 	long restores = 0;   // restore_floor calls

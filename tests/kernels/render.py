@@ -273,6 +273,15 @@ def c3_memcg(res, arm_runs):
         # lower bound passes it, and is unverified in between.  Results
         # without dips_snd carry only the total time below, an upper bound.
         d = sd.get("dips_snd")
+        bound = GUARD_BOUND_MS
+        g = r.get("guard", {})
+        if arm == "guard" and (g.get("max_pass_us") or -1) >= 0:
+            # The mode's own bound, as the contract suite judges it: the
+            # interval, the longest pass (a restore waits for the socket's
+            # lock), and the 50 ms scheduling allowance.
+            bound = GUARD_BOUND_MS + (g["max_pass_us"] + 999) // 1000
+            txt += "; bound %d ms (10 ms + longest pass %.1f ms + 50 ms)" % (
+                bound, g["max_pass_us"] / 1000.0)
         if arm == "guard" and d and d.get("count"):
             txt += "; %d dips, the longest %d..%s ms" % (
                 d["count"], d["longest_lower_ms"],
@@ -280,13 +289,13 @@ def c3_memcg(res, arm_runs):
         if low >= floor:
             pass
         elif arm == "guard" and d:
-            if d["open_at_end"] or d["longest_lower_ms"] > GUARD_BOUND_MS:
+            if d["open_at_end"] or d["longest_lower_ms"] > bound:
                 txt = "**FAILS library** %s, %s" % (txt, code_link(rel, MODERATE))
-            elif d["longest_upper_ms"] <= GUARD_BOUND_MS:
-                txt += "; every dip restored within %d ms" % GUARD_BOUND_MS
+            elif d["longest_upper_ms"] <= bound:
+                txt += "; every dip restored within %d ms" % bound
             else:
                 txt = ("*unverified* %s: samples too far apart to tell whether the "
-                       "longest dip passed the %d ms bound" % (txt, GUARD_BOUND_MS))
+                       "longest dip passed the %d ms bound" % (txt, bound))
         elif arm == "guard" and below_ms <= GUARD_BOUND_MS:
             txt += "; every dip restored within %d ms" % GUARD_BOUND_MS
         else:

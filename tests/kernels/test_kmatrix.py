@@ -241,6 +241,17 @@ class MemcgRenderTest(unittest.TestCase):
         self.assertTrue(unv.startswith("*unverified*"), unv)
         self.assertNotIn("FAILS", unv)
 
+    def test_guard_bound_includes_its_longest_pass(self):
+        # A restore that waited 300 ms for the socket: the bound is
+        # 10 + 300 + 50 ms, as in the contract suite.
+        run = self.arm("guard", 60000)
+        run["guard"] = {"passes": 10, "below": 1, "restored": 1, "max_pass_us": 300000}
+        run["sender"]["dips_snd"] = {"count": 1, "longest_lower_ms": 200,
+                                     "longest_upper_ms": 340, "open_at_end": False}
+        lib = render.c3_memcg({"release": "6.1.0"}, [run])[1][0]
+        self.assertIn("bound 360 ms (10 ms + longest pass 300.0 ms + 50 ms)", lib)
+        self.assertIn("every dip restored within 360 ms", lib)
+
 
 if __name__ == "__main__":
     unittest.main()

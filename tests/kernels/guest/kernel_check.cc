@@ -176,6 +176,7 @@ json run_memcg(const options &o, const std::string &name, int port)
 			      {"passes", r.guard_passes},
 			      {"below", r.guard_below},
 			      {"restored", r.guard_restored},
+			      {"max_pass_us", r.guard_max_pass_us},
 			      {"err", errno_json(r.guard_err)}};
 	return j;
 }

@@ -66,6 +66,7 @@ struct done_msg {
 	int send_err;
 	int guard_err;
 	long long guard_passes, guard_below, guard_restored;
+	long long guard_max_pass_us;
 };
 
 int ctl_send(int ctl, const void *msg, size_t len, int fd = -1)
@@ -200,7 +201,7 @@ int sender_main(int ctl, const memcg_params &p)
 	}
 	if (ctl_send(ctl, &m, sizeof(m), fd) < 0 || ctl_recv(ctl, &go, 1) < 0)
 		return 1;
-	done_msg d{0, 0, 0, -1, -1, -1};
+	done_msg d{0, 0, 0, -1, -1, -1, -1};
 	// The guard arm: the library's floor guard on its own thread, started
 	// before the squeeze (its stack is charged, and locked, now).
 	int guard = -1;
@@ -232,6 +233,7 @@ int sender_main(int ctl, const memcg_params &p)
 			d.guard_passes = static_cast<long long>(t.passes);
 			d.guard_below = static_cast<long long>(t.below);
 			d.guard_restored = static_cast<long long>(t.restored);
+			d.guard_max_pass_us = static_cast<long long>(t.max_pass_ns / 1000);
 		}
 		sockbuf_guard_destroy(guard);
 	}
@@ -533,7 +535,7 @@ memcg_result run_memcg_transfer(const memcg_params &p)
 	res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
 	res.received = received;
 	res.corrupt_at = corrupt_at;
-	done_msg d{-1, 0, 0, -1, -1, -1};
+	done_msg d{-1, 0, 0, -1, -1, -1, -1};
 	if (ctl_recv(ctl[0], &d, sizeof(d)) == 0) {
 		res.sent = d.sent;
 		res.send_err = d.send_err;
@@ -541,6 +543,7 @@ memcg_result run_memcg_transfer(const memcg_params &p)
 		res.guard_passes = d.guard_passes;
 		res.guard_below = d.guard_below;
 		res.guard_restored = d.guard_restored;
+		res.guard_max_pass_us = d.guard_max_pass_us;
 	}
 	cleanup();
 	return res;

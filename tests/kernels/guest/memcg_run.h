@@ -69,6 +69,9 @@ struct memcg_result {
 	int send_err = 0;	   // -errno that ended the sender's loop early
 	// Guard arm: what the sender's floor guard did (-1 other arms).
 	long long guard_passes = -1, guard_below = -1, guard_restored = -1;
+	// The guard's longest pass: a pass that waits on the socket (a
+	// restore needs its lock) is part of the mode's bound.
+	long long guard_max_pass_us = -1;
 	int guard_err = 0;	 // -errno of a guard call that failed
 	std::string sender_exit; // "exit 0", "signal 9", ...
 	double seconds = 0;

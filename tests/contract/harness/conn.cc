@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,6 +83,31 @@ void reserve_accepted(socket_record *srv, const socket_record &lis)
 		return;
 	}
 	from_reserve(srv, rep);
+}
+
+// Two descriptors per connection, one per listener, and some for the
+// sampler, the guard and inet_diag: hundreds of connections pass the
+// usual soft limit of 1024, so the soft limit is raised as far as needed
+// (never past the hard limit, which only privilege could raise).
+int ensure_fd_room(size_t connections, std::string *what)
+{
+	const rlim_t need = rlim_t(connections) * 2 + arm_count + 64;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= need)
+		return 0;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+		*what = fmt::format("{} connections need {} descriptors; RLIMIT_NOFILE allows {}",
+				    connections, need, rl.rlim_max);
+		return -EMFILE;
+	}
+	rl.rlim_cur = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		*what = "setrlimit(RLIMIT_NOFILE)";
+		return -errno;
+	}
+	return 0;
 }
 
 int make_socket()
@@ -224,6 +250,9 @@ void read_wscale(socket_record *rec)
 int open_connections(const std::string &scenario, const std::vector<arm> &arms, const arm_sizes &sz,
 		     connection_set *out, std::string *what, const setup_hooks &hooks)
 {
+	int room = ensure_fd_room(arms.size(), what);
+	if (room < 0)
+		return room;
 	size_t listener_of[arm_count];
 	uint16_t port_of[arm_count] = {};
 	std::fill(std::begin(listener_of), std::end(listener_of), SIZE_MAX);

@@ -111,6 +111,10 @@ enum sockbuf_feature {
  * @release:       uname -r of the running kernel.
  * @quirks:        SOCKBUF_QUIRK_* behaviours found that the library works
  *                 around.
+ * @reserve_state: enum sockbuf_reserve_state: why SO_RESERVE_MEM is or is
+ *                 not usable by this process.  The probe's own
+ *                 SO_RESERVE_MEM call decides usable or not; the cgroup
+ *                 files only name the reason.
  *
  * Values from sysctls are -1 where those could not be read.  tcp_[wr]mem are per network
  * namespace: the values are those of the namespace the probe ran in.
@@ -131,7 +135,44 @@ struct sockbuf_probe_info {
 	char release[65];
 	char pad_[3];
 	uint32_t quirks;
-	uint32_t reserved[15];
+	int reserve_state;
+	uint32_t reserved[14];
+};
+
+/**
+ * enum sockbuf_reserve_state - why SO_RESERVE_MEM is usable or not.
+ *
+ * The kernel takes SO_RESERVE_MEM only on a socket charged to a memory
+ * cgroup (sk_memcg), and it charges a socket, when it is made or accepted,
+ * to the memory cgroup of the task making or accepting it only if that
+ * cgroup is not the root one and socket accounting is on.  What to do is
+ * in sockbuf_probe(3) and `sockbuf probe`.
+ *
+ * @SOCKBUF_RESERVE_UNKNOWN:   not usable, for a reason the cgroup files do
+ *                             not show (or they could not be read).
+ * @SOCKBUF_RESERVE_USABLE:    SO_RESERVE_MEM succeeded on the probe's socket.
+ * @SOCKBUF_RESERVE_NO_OPTION: the kernel has no SO_RESERVE_MEM (before 5.16).
+ * @SOCKBUF_RESERVE_ROOT_CGROUP: the process is in the root memory cgroup,
+ *                             whose sockets are never charged.
+ * @SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING: the memory controller is on a
+ *                             cgroup v1 hierarchy and TCP accounting was
+ *                             never switched on for this cgroup (nothing
+ *                             wrote memory.kmem.tcp.limit_in_bytes).
+ * @SOCKBUF_RESERVE_NOSOCKET:  booted with cgroup.memory=nosocket: no socket
+ *                             is ever charged to a memory cgroup.
+ * @SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER: cgroup v2, and the memory controller
+ *                             is not enabled for the process's cgroup (not
+ *                             in its cgroup.controllers), or the kernel has
+ *                             no memory controller at all.
+ */
+enum sockbuf_reserve_state {
+	SOCKBUF_RESERVE_UNKNOWN = 0,
+	SOCKBUF_RESERVE_USABLE,
+	SOCKBUF_RESERVE_NO_OPTION,
+	SOCKBUF_RESERVE_ROOT_CGROUP,
+	SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING,
+	SOCKBUF_RESERVE_NOSOCKET,
+	SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER,
 };
 
 /* SO_RCVBUF leaves a TCP window clamp that clearing the lock with
@@ -650,6 +691,12 @@ SOCKBUF_API const char *sockbuf_feature_name(uint32_t feature);
  * @buf is NULL and @len is not 0.
  */
 SOCKBUF_API int sockbuf_clamp_names(uint32_t clamps, char *buf, unsigned int len);
+
+/**
+ * sockbuf_reserve_state_name() - short name of an enum sockbuf_reserve_state
+ * value ("usable", "root-cgroup", ...), or "?" if unknown.
+ */
+SOCKBUF_API const char *sockbuf_reserve_state_name(int state);
 
 /** sockbuf_version() - SOCKBUF_VERSION of the library that is loaded. */
 SOCKBUF_API int sockbuf_version(void);

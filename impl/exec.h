@@ -17,4 +17,11 @@ enum class mode {
 // mode, no mechanism, no fallback) is returned before anything changes.
 int run(op &o, mode m);
 
+// The SO_RESERVE_MEM step alone, of @bytes, for a socket whose buffers are
+// left as they are (sockbuf_restore_floor() with nothing below the floor,
+// sockbuf_guard_add()).  Fills *o.rep from scratch: tcp_state, the listener
+// and handshake flags, and SOCKBUF_R_RESERVED or SOCKBUF_R_RESERVE_FAILED
+// with reserve_err, refused without a syscall as set_initial refuses.
+void reserve_only(op &o, int bytes);
+
 } // namespace sockbuf::exec

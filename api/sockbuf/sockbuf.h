@@ -471,6 +471,10 @@ SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
  * set_initial would use, so autotuning stays on where the kernel allows.
  * A buffer above its floor is never lowered.
  *
+ * With SOCKBUF_F_RESERVE_MEM the whole floor (@floor->snd + @floor->rcv)
+ * is reserved even when no direction was below it, so that a socket
+ * accepted at its listener's sizes gets the reservation it did not inherit.
+ *
  * Return: the same values as sockbuf_set_initial_bufsize(); -EINVAL also
  * when @floor is NULL or has no direction set.
  */
@@ -541,6 +545,13 @@ struct sockbuf_guard_report {
  *                  getsockopt (-EPROTONOSUPPORT no inet_diag in this kernel,
  *                  -EACCES, ..., -EPERM for SOCKBUF_GUARD_NO_DIAG).
  * @interval_us:    the background thread's or timer's interval, 0 if none.
+ * @reserve_ok:     with SOCKBUF_GUARD_RESERVE_MEM: reservations of a
+ *                  socket's whole floor that SO_RESERVE_MEM took, at
+ *                  sockbuf_guard_add() and at restores.
+ * @reserve_failed: the same that did not take (the socket stays guarded);
+ *                  listening sockets are never reserved and not counted.
+ * @reserve_err:    the reserve_err of the last failure (see struct
+ *                  sockbuf_report), 0 if none.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -555,7 +566,10 @@ struct sockbuf_guard_totals {
 	int64_t total_pass_ns;
 	int diag_err;
 	unsigned int interval_us;
-	uint32_t reserved[8];
+	uint32_t reserve_ok;
+	uint32_t reserve_failed;
+	int reserve_err;
+	uint32_t reserved[5];
 };
 
 /**
@@ -589,6 +603,12 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * The socket leaves the guard by itself when it closes (the next pass
  * notices), or with sockbuf_guard_remove().  Sockets accepted from a
  * guarded listener are not guarded: add each one.
+ *
+ * With SOCKBUF_GUARD_RESERVE_MEM the socket's whole floor (@floor->snd +
+ * @floor->rcv) is reserved with SO_RESERVE_MEM when it is added (not on a
+ * listening socket: accepted sockets do not inherit a reservation, add
+ * each of them).  A reservation that fails does not refuse the add: it is
+ * counted in reserve_failed and reserve_err of sockbuf_guard_stats().
  *
  * Return: 0, or -EBADF (bad guard, or @fd negative or closed), -ENOTSOCK,
  * -EPROTOTYPE (not TCP), -EINVAL (@floor NULL, negative or both 0),

@@ -299,11 +299,16 @@ enum sockbuf_report_flag {
  *              -1 for non-TCP sockets or when TCP_INFO is unavailable.
  * @reserve_err: with SOCKBUF_R_RESERVE_FAILED, why no reservation is in
  *              force: -ENOPROTOOPT the kernel has no SO_RESERVE_MEM (before
- *              5.16), -EOPNOTSUPP the probe found it unusable for this
- *              process (no memcg socket accounting), -EINVAL the socket is
- *              listening (accepted sockets would not inherit it) - in these
- *              three cases no syscall was made - or the -errno the kernel
- *              gave SO_RESERVE_MEM.
+ *              5.16; upgrade), -EOPNOTSUPP the probe found it unusable for
+ *              this process: the socket is charged to no memory cgroup;
+ *              reserve_state of sockbuf_probe() says why (root cgroup, v1
+ *              without TCP accounting, nosocket, no memory controller) and
+ *              `sockbuf probe` what to change, -EINVAL the socket is
+ *              listening (accepted sockets would not inherit it: reserve
+ *              each accepted one) - in these three cases no syscall was
+ *              made - or the -errno the kernel gave SO_RESERVE_MEM (-ENOMEM:
+ *              the memory cgroup refused the charge, or net.ipv4.tcp_mem
+ *              is under pressure; the buffers are set all the same).
  */
 struct sockbuf_report {
 	struct sockbuf_dir_report snd;

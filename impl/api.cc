@@ -222,6 +222,18 @@ int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned in
 		ret = set_initial(fd, size, flags, rep, exec::reserve_amount(want[0], want[1]));
 		if (ret < 0)
 			return ret;
+	} else if (flags & SOCKBUF_F_RESERVE_MEM) {
+		// Nothing to raise, but the reservation is asked for: an accepted
+		// socket at its listener's sizes holds none until it is made.
+		op o{};
+		o.fd = fd;
+		o.protocol = IPPROTO_TCP;
+		o.flags = flags;
+		o.rep = rep;
+		ret = probe::cached(&o.facts);
+		if (ret < 0)
+			return ret;
+		exec::reserve_only(o, exec::reserve_amount(want[0], want[1]));
 	} else {
 		std::memset(rep, 0, sizeof(*rep));
 		rep->tcp_state = -1;

@@ -164,6 +164,18 @@ int reserve_amount(int snd_floor, int rcv_floor)
 	return int(std::min<int64_t>(bytes, INT_MAX));
 }
 
+void reserve_only(op &o, int bytes)
+{
+	std::memset(o.rep, 0, sizeof(*o.rep));
+	o.rep->tcp_state = -1;
+	o.rep->snd.locked = o.rep->rcv.locked = -1;
+	o.reserve_bytes = bytes;
+	fd_serial::guard serial(o.fd);
+	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
+		note_tcp_state(o);
+	reserve(o);
+}
+
 int run(op &o, mode m)
 {
 	std::memset(o.rep, 0, sizeof(*o.rep));

@@ -22,4 +22,11 @@ int run(op &o, mode m);
 // (reserve_allowance), at most INT_MAX.  See exec.cc: reserve().
 int reserve_amount(int snd_floor, int rcv_floor);
 
+// The SO_RESERVE_MEM step alone, of @bytes, for a socket whose buffers are
+// left as they are (sockbuf_restore_floor() with nothing below the floor,
+// sockbuf_guard_add()).  Fills *o.rep from scratch: tcp_state, the listener
+// and handshake flags, and SOCKBUF_R_RESERVED or SOCKBUF_R_RESERVE_FAILED
+// with reserve_err, refused without a syscall as set_initial refuses.
+void reserve_only(op &o, int bytes);
+
 } // namespace sockbuf::exec

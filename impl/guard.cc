@@ -2,6 +2,7 @@
 #include "guard.h"
 
 #include "buffer.h"
+#include "exec.h"
 #include "probe.h"
 #include "validate.h"
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -97,7 +99,38 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 		return -ENOMEM;
 	}
 	stats_.sockets = int(entries_.size());
+	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
+		reserve_at_add(fd, floor);
 	return 0;
+}
+
+// Accepted sockets do not inherit their listener's reservation: a
+// transport that adds each one gets it here.  Caller holds mu_.
+void floor_guard::reserve_at_add(int fd, const struct sockbuf_floor &floor)
+{
+	struct sockbuf_report rep;
+	op o{};
+	o.fd = fd;
+	o.protocol = IPPROTO_TCP;
+	o.flags = SOCKBUF_F_RESERVE_MEM;
+	o.rep = &rep;
+	if (probe::cached(&o.facts) < 0)
+		return; // filled by add() already: cannot fail here
+	exec::reserve_only(o, exec::reserve_amount(floor.snd, floor.rcv));
+	count_reservation(rep);
+}
+
+// Caller holds mu_.
+void floor_guard::count_reservation(const struct sockbuf_report &rep)
+{
+	if (rep.flags & SOCKBUF_R_LISTENER)
+		return; // never reserved: its accepted sockets would not inherit it
+	if (rep.flags & SOCKBUF_R_RESERVED) {
+		stats_.reserve_ok++;
+	} else if (rep.flags & SOCKBUF_R_RESERVE_FAILED) {
+		stats_.reserve_failed++;
+		stats_.reserve_err = rep.reserve_err;
+	}
 }
 
 int floor_guard::remove(int fd)
@@ -198,6 +231,7 @@ void floor_guard::check_one(const entry &e, const sizes &now, bool from_dump,
 		p->errors++;
 		return;
 	}
+	count_reservation(rep);
 	if (e.floor.snd && rep.snd.strategy != SOCKBUF_STRAT_HELD &&
 	    rep.snd.strategy != SOCKBUF_STRAT_DEFAULT)
 		p->restored++;

@@ -58,6 +58,8 @@ private:
 	void check_one(const entry &e, const sizes &now, bool from_dump,
 		       struct sockbuf_guard_report *p, bool *gone);
 	void run_thread();
+	void reserve_at_add(int fd, const struct sockbuf_floor &floor);
+	void count_reservation(const struct sockbuf_report &rep);
 
 	const unsigned int flags_;
 	const pid_t owner_;

@@ -50,6 +50,28 @@ const char *sockbuf_feature_name(uint32_t feature)
 	}
 }
 
+const char *sockbuf_reserve_state_name(int state)
+{
+	switch (state) {
+	case SOCKBUF_RESERVE_UNKNOWN:
+		return "unknown";
+	case SOCKBUF_RESERVE_USABLE:
+		return "usable";
+	case SOCKBUF_RESERVE_NO_OPTION:
+		return "no-option";
+	case SOCKBUF_RESERVE_ROOT_CGROUP:
+		return "root-cgroup";
+	case SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING:
+		return "v1-no-tcp-accounting";
+	case SOCKBUF_RESERVE_NOSOCKET:
+		return "nosocket";
+	case SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER:
+		return "no-memory-controller";
+	default:
+		return "?";
+	}
+}
+
 int sockbuf_clamp_names(uint32_t clamps, char *buf, unsigned int len)
 {
 	static const struct {

@@ -2,6 +2,7 @@
 #include "probe.h"
 
 #include "caps.h"
+#include "cgroup.h"
 #include "fd_serial.h"
 #include "sys.h"
 #include "sysctl.h"
@@ -74,18 +75,22 @@ int probe_rcvlowat(struct sockbuf_probe_info *p)
 	return 0;
 }
 
-// SO_RESERVE_MEM: ENOPROTOOPT on kernels without it, EOPNOTSUPP without
-// memcg socket accounting for this process.
+// SO_RESERVE_MEM: ENOPROTOOPT on kernels without it, EOPNOTSUPP when the
+// socket is charged to no memory cgroup.  That result decides; the cgroup
+// files only say why (cgroup.h).
 void probe_reserve_mem(int fd, struct sockbuf_probe_info *p)
 {
 	int ret = sys::set_int(fd, SOL_SOCKET, SO_RESERVE_MEM, 4096);
-	if (ret == -ENOPROTOOPT)
-		return;
-	p->known |= SOCKBUF_FEAT_RESERVE_MEM;
+	if (ret != -ENOPROTOOPT)
+		p->known |= SOCKBUF_FEAT_RESERVE_MEM;
 	if (ret == 0) {
 		p->features |= SOCKBUF_FEAT_RESERVE_MEM;
 		sys::set_int(fd, SOL_SOCKET, SO_RESERVE_MEM, 0);
 	}
+	cgroup::facts f;
+	if (ret == -EOPNOTSUPP)
+		cgroup::read_system(&f);
+	p->reserve_state = cgroup::explain(ret, f);
 }
 
 void probe_tcp_info(int fd, struct sockbuf_probe_info *p)

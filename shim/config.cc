@@ -156,6 +156,8 @@ private:
 			return set_choice(value, "allow", "deny", &cfg_->allow_force);
 		if (key == "exec")
 			return set_choice(value, "drop", "inherit", &cfg_->exec_drop);
+		if (key == "reserve")
+			return set_choice(value, "on", "off", &cfg_->reserve);
 		if (key == "log")
 			return set_log(value);
 		if (key == "log_rate")
@@ -326,7 +328,7 @@ bool parse(const char *text, size_t len, config *cfg, char *err, size_t errlen)
 
 bool needs_socket_events(const config &cfg)
 {
-	if (cfg.nports > 0)
+	if (cfg.nports > 0 || cfg.reserve)
 		return true;
 	for (int r = 0; r < role_count; r++)
 		if (cfg.by_role[r] != policy::unset || cfg.size[r][dir_snd] || cfg.size[r][dir_rcv])

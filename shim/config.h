@@ -50,6 +50,7 @@ struct config {
 	int nports = 0;
 	bool allow_force = false; // the shim may use SO_*BUFFORCE
 	bool exec_drop = false;	  // remove the shim from LD_PRELOAD at load
+	bool reserve = false;	  // SO_RESERVE_MEM of the floors the shim sets
 	int guard_ms = 0;	  // floor guard thread's interval (0: none)
 	log_target log = log_target::none;
 	int log_fd = -1;
@@ -65,7 +66,7 @@ struct config {
 bool parse(const char *text, size_t len, config *cfg, char *err, size_t errlen);
 
 // Whether listen()/connect()/accept() must look at the socket at all:
-// role or port rules, or sizes for sockets that never ask.
+// role or port rules, sizes for sockets that never ask, or reserve:on.
 bool needs_socket_events(const config &cfg);
 
 // The policy for a socket in @r whose relevant port is @port (0: unknown):

@@ -162,6 +162,35 @@ void apply_lock(int fd, fd_state *e, dir d, int size, bool force, const char *wh
 	}
 }
 
+// reserve:on: SO_RESERVE_MEM for the socket's floor (2 x send + receive +
+// 64 KiB, the library's amount),
+// through sockbuf_restore_floor(), which also raises a buffer found below
+// it.  Connecting and accepted sockets only: a listener's reservation would
+// not pass to the sockets it accepts, so each accepted one gets its own.
+void reserve_floor(int fd, const char *what, int snd, int rcv)
+{
+	if (!g_state.cfg.reserve || snd + rcv <= 0)
+		return;
+	const struct sockbuf_floor f = {snd, rcv};
+	struct sockbuf_report rep;
+	int ret = sockbuf_restore_floor(fd, &f, initial_flags(false) | SOCKBUF_F_RESERVE_MEM, &rep);
+	if (!log::enabled())
+		return;
+	log::line l;
+	l.s("fd ").i(fd).s(" ").s(what).s(" reserve for floor ").i(snd).s("/").i(rcv);
+	if (ret < 0)
+		l.s(": sockbuf error ").i(ret);
+	else if (rep.flags & SOCKBUF_R_RESERVED)
+		l.s(" -> reserved");
+	else
+		l.s(" -> not reserved: error ")
+		    .i(rep.reserve_err)
+		    .s(" (")
+		    .s(sockbuf_reserve_state_name(g_state.reserve_state))
+		    .s(")");
+	l.emit();
+}
+
 // A request (or none) meets the policy that holds once the socket's role
 // and port are known, before the handshake fixes the window scale.
 void reconcile(int fd, fd_state *e, role r, uint16_t port)
@@ -225,6 +254,9 @@ void before_handshake(int fd, role r, uint16_t port)
 	e->role.store(r, std::memory_order_relaxed);
 	e->port.store(port, std::memory_order_relaxed);
 	reconcile(fd, e, r, port);
+	if (r == role_connecting)
+		reserve_floor(fd, role_name(r), e->floor[dir_snd].load(std::memory_order_relaxed),
+			      e->floor[dir_rcv].load(std::memory_order_relaxed));
 }
 
 bool buffer_option(int level, int name, dir *d, bool *force)
@@ -434,6 +466,19 @@ int on_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, bool fou
 			apply_initial(nfd, e, dir(i), size, true, "accepted", size);
 		else if (p == policy::lock)
 			apply_lock(nfd, e, dir(i), size, true, "accepted");
+	}
+	if (g_state.cfg.reserve) {
+		// Per direction: the floor set on this socket just now, else
+		// the one it inherited with its listener's sizes.
+		int floor[2] = {0, 0};
+		fd_state *le = fd_slot(fd);
+		const bool listener_known = le && fd_owned(le, fd_cookie(fd));
+		for (int i = 0; i < 2; i++) {
+			floor[i] = e->floor[i].load(std::memory_order_relaxed);
+			if (floor[i] == 0 && listener_known)
+				floor[i] = le->floor[i].load(std::memory_order_relaxed);
+		}
+		reserve_floor(nfd, "accepted", floor[dir_snd], floor[dir_rcv]);
 	}
 	return nfd;
 }

@@ -20,6 +20,7 @@ struct engine_state {
 	bool active = false;
 	bool socket_events = false; // listen/connect/accept need a look
 	bool force_ok = false;	    // force:allow and CAP_NET_ADMIN (libcap-ng)
+	int reserve_state = 0;	    // the probe's enum sockbuf_reserve_state
 	config cfg;
 };
 

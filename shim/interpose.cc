@@ -111,6 +111,7 @@ void load()
 			st.active = false;
 		} else {
 			st.force_ok = st.cfg.allow_force && (info.features & SOCKBUF_FEAT_FORCE);
+			st.reserve_state = info.reserve_state;
 			st.socket_events = needs_socket_events(st.cfg);
 		}
 	}

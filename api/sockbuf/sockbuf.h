@@ -111,6 +111,10 @@ enum sockbuf_feature {
  * @release:       uname -r of the running kernel.
  * @quirks:        SOCKBUF_QUIRK_* behaviours found that the library works
  *                 around.
+ * @reserve_state: enum sockbuf_reserve_state: why SO_RESERVE_MEM is or is
+ *                 not usable by this process.  The probe's own
+ *                 SO_RESERVE_MEM call decides usable or not; the cgroup
+ *                 files only name the reason.
  *
  * Values from sysctls are -1 where those could not be read.  tcp_[wr]mem are per network
  * namespace: the values are those of the namespace the probe ran in.
@@ -131,7 +135,44 @@ struct sockbuf_probe_info {
 	char release[65];
 	char pad_[3];
 	uint32_t quirks;
-	uint32_t reserved[15];
+	int reserve_state;
+	uint32_t reserved[14];
+};
+
+/**
+ * enum sockbuf_reserve_state - why SO_RESERVE_MEM is usable or not.
+ *
+ * The kernel takes SO_RESERVE_MEM only on a socket charged to a memory
+ * cgroup (sk_memcg), and it charges a socket, when it is made or accepted,
+ * to the memory cgroup of the task making or accepting it only if that
+ * cgroup is not the root one and socket accounting is on.  What to do is
+ * in sockbuf_probe(3) and `sockbuf probe`.
+ *
+ * @SOCKBUF_RESERVE_UNKNOWN:   not usable, for a reason the cgroup files do
+ *                             not show (or they could not be read).
+ * @SOCKBUF_RESERVE_USABLE:    SO_RESERVE_MEM succeeded on the probe's socket.
+ * @SOCKBUF_RESERVE_NO_OPTION: the kernel has no SO_RESERVE_MEM (before 5.16).
+ * @SOCKBUF_RESERVE_ROOT_CGROUP: the process is in the root memory cgroup,
+ *                             whose sockets are never charged.
+ * @SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING: the memory controller is on a
+ *                             cgroup v1 hierarchy and TCP accounting was
+ *                             never switched on for this cgroup (nothing
+ *                             wrote memory.kmem.tcp.limit_in_bytes).
+ * @SOCKBUF_RESERVE_NOSOCKET:  booted with cgroup.memory=nosocket: no socket
+ *                             is ever charged to a memory cgroup.
+ * @SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER: cgroup v2, and the memory controller
+ *                             is not enabled for the process's cgroup (not
+ *                             in its cgroup.controllers), or the kernel has
+ *                             no memory controller at all.
+ */
+enum sockbuf_reserve_state {
+	SOCKBUF_RESERVE_UNKNOWN = 0,
+	SOCKBUF_RESERVE_USABLE,
+	SOCKBUF_RESERVE_NO_OPTION,
+	SOCKBUF_RESERVE_ROOT_CGROUP,
+	SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING,
+	SOCKBUF_RESERVE_NOSOCKET,
+	SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER,
 };
 
 /* SO_RCVBUF leaves a TCP window clamp that clearing the lock with
@@ -258,11 +299,16 @@ enum sockbuf_report_flag {
  *              -1 for non-TCP sockets or when TCP_INFO is unavailable.
  * @reserve_err: with SOCKBUF_R_RESERVE_FAILED, why no reservation is in
  *              force: -ENOPROTOOPT the kernel has no SO_RESERVE_MEM (before
- *              5.16), -EOPNOTSUPP the probe found it unusable for this
- *              process (no memcg socket accounting), -EINVAL the socket is
- *              listening (accepted sockets would not inherit it) - in these
- *              three cases no syscall was made - or the -errno the kernel
- *              gave SO_RESERVE_MEM.
+ *              5.16; upgrade), -EOPNOTSUPP the probe found it unusable for
+ *              this process: the socket is charged to no memory cgroup;
+ *              reserve_state of sockbuf_probe() says why (root cgroup, v1
+ *              without TCP accounting, nosocket, no memory controller) and
+ *              `sockbuf probe` what to change, -EINVAL the socket is
+ *              listening (accepted sockets would not inherit it: reserve
+ *              each accepted one) - in these three cases no syscall was
+ *              made - or the -errno the kernel gave SO_RESERVE_MEM (-ENOMEM:
+ *              the memory cgroup refused the charge, or net.ipv4.tcp_mem
+ *              is under pressure; the buffers are set all the same).
  */
 struct sockbuf_report {
 	struct sockbuf_dir_report snd;
@@ -431,6 +477,11 @@ SOCKBUF_API int sockbuf_check_floor(int fd, const struct sockbuf_floor *floor,
  * set_initial would use, so autotuning stays on where the kernel allows.
  * A buffer above its floor is never lowered.
  *
+ * With SOCKBUF_F_RESERVE_MEM memory for the whole floor (2 x @floor->snd +
+ * @floor->rcv + 64 KiB, as for set_initial) is reserved even when no
+ * direction was below it, so that a socket
+ * accepted at its listener's sizes gets the reservation it did not inherit.
+ *
  * Return: the same values as sockbuf_set_initial_bufsize(); -EINVAL also
  * when @floor is NULL or has no direction set.
  */
@@ -501,6 +552,13 @@ struct sockbuf_guard_report {
  *                  getsockopt (-EPROTONOSUPPORT no inet_diag in this kernel,
  *                  -EACCES, ..., -EPERM for SOCKBUF_GUARD_NO_DIAG).
  * @interval_us:    the background thread's or timer's interval, 0 if none.
+ * @reserve_ok:     with SOCKBUF_GUARD_RESERVE_MEM: reservations for a
+ *                  socket's whole floor that SO_RESERVE_MEM took, at
+ *                  sockbuf_guard_add() and at restores.
+ * @reserve_failed: the same that did not take (the socket stays guarded);
+ *                  listening sockets are never reserved and not counted.
+ * @reserve_err:    the reserve_err of the last failure (see struct
+ *                  sockbuf_report), 0 if none.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -515,7 +573,10 @@ struct sockbuf_guard_totals {
 	int64_t total_pass_ns;
 	int diag_err;
 	unsigned int interval_us;
-	uint32_t reserved[8];
+	uint32_t reserve_ok;
+	uint32_t reserve_failed;
+	int reserve_err;
+	uint32_t reserved[5];
 };
 
 /**
@@ -549,6 +610,13 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * The socket leaves the guard by itself when it closes (the next pass
  * notices), or with sockbuf_guard_remove().  Sockets accepted from a
  * guarded listener are not guarded: add each one.
+ *
+ * With SOCKBUF_GUARD_RESERVE_MEM memory for the socket's floor (2 x
+ * @floor->snd + @floor->rcv + 64 KiB, as for set_initial) is reserved with
+ * SO_RESERVE_MEM when it is added (not on a
+ * listening socket: accepted sockets do not inherit a reservation, add
+ * each of them).  A reservation that fails does not refuse the add: it is
+ * counted in reserve_failed and reserve_err of sockbuf_guard_stats().
  *
  * Return: 0, or -EBADF (bad guard, or @fd negative or closed), -ENOTSOCK,
  * -EPROTOTYPE (not TCP), -EINVAL (@floor NULL, negative or both 0),
@@ -651,6 +719,12 @@ SOCKBUF_API const char *sockbuf_feature_name(uint32_t feature);
  * @buf is NULL and @len is not 0.
  */
 SOCKBUF_API int sockbuf_clamp_names(uint32_t clamps, char *buf, unsigned int len);
+
+/**
+ * sockbuf_reserve_state_name() - short name of an enum sockbuf_reserve_state
+ * value ("usable", "root-cgroup", ...), or "?" if unknown.
+ */
+SOCKBUF_API const char *sockbuf_reserve_state_name(int state);
 
 /** sockbuf_version() - SOCKBUF_VERSION of the library that is loaded. */
 SOCKBUF_API int sockbuf_version(void);

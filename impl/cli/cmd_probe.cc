@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // sockbuf probe [--json]
+#include "cgroup.h"
 #include "commands.h"
 #include "text_wrap.h"
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <string>
 
 namespace sockbuf::cli
 {
@@ -43,7 +45,79 @@ const char *verdict(const sockbuf_probe_info &p, uint32_t f)
 	return (p.known & f) ? "known, not usable here" : "no";
 }
 
-void print_json(const sockbuf_probe_info &p)
+// What the reserve state means, and what the caller can do about it.
+struct reserve_advice {
+	const char *why;
+	const char *fix; // nullptr: nothing to do
+};
+
+reserve_advice advice(int state)
+{
+	switch (state) {
+	case SOCKBUF_RESERVE_USABLE:
+		return {"this process's sockets are charged to its memory cgroup: "
+			"SOCKBUF_F_RESERVE_MEM will reserve the floor.",
+			nullptr};
+	case SOCKBUF_RESERVE_NO_OPTION:
+		return {"the kernel has no SO_RESERVE_MEM (it came in Linux 5.16).",
+			"use a 5.16 or later kernel; until then the floor guard (or a locked "
+			"buffer) is the only protection against send-side moderation."};
+	case SOCKBUF_RESERVE_ROOT_CGROUP:
+		return {"the process is in the root memory cgroup, whose sockets are never "
+			"charged.",
+			"run it in a child cgroup with the memory controller: on cgroup v2, "
+			"'systemd-run --scope -p MemoryAccounting=yes CMD', or as root make a "
+			"child cgroup, enable +memory in the parent's cgroup.subtree_control "
+			"and move the process into it."};
+	case SOCKBUF_RESERVE_V1_NO_TCP_ACCOUNTING:
+		return {"the memory controller is on a cgroup v1 hierarchy, where sockets are "
+			"charged only once TCP accounting is switched on for the cgroup.",
+			"as root, write a limit (even a large one) to the cgroup's "
+			"memory.kmem.tcp.limit_in_bytes before the sockets are made, or boot "
+			"with cgroup v2 (systemd.unified_cgroup_hierarchy=1)."};
+	case SOCKBUF_RESERVE_NOSOCKET:
+		return {"the kernel was booted with cgroup.memory=nosocket: no socket is "
+			"charged to a memory cgroup.",
+			"remove cgroup.memory=nosocket from the kernel command line."};
+	case SOCKBUF_RESERVE_NO_MEMORY_CONTROLLER:
+		return {"the memory controller is not enabled for the process's cgroup (it is "
+			"not in its cgroup.controllers), or the kernel has none.",
+			"enable +memory in the parent's cgroup.subtree_control (as root), or run "
+			"under 'systemd-run --scope -p MemoryAccounting=yes CMD'."};
+	default:
+		return {"the kernel refused SO_RESERVE_MEM for a reason the cgroup files do "
+			"not show.",
+			"check that the process's memory cgroup is not the root one and that "
+			"socket accounting is on (see sockbuf_probe(3))."};
+	}
+}
+
+// The process's cgroup as the reason speaks of it: "v1 memory /a/b".
+std::string cgroup_text(const cgroup::facts &cg)
+{
+	if (cg.member.v1_memory)
+		return fmt::format("v1 memory:{}", cg.member.v1_path);
+	if (cg.member.v2)
+		return fmt::format("v2 {}", cg.member.v2_path);
+	return "unknown";
+}
+
+void print_reserve(const sockbuf_probe_info &p, const cgroup::facts &cg)
+{
+	fmt::print("\nSO_RESERVE_MEM for this process: {} ({})\n",
+		   p.reserve_state == SOCKBUF_RESERVE_USABLE ? "usable" : "not usable",
+		   sockbuf_reserve_state_name(p.reserve_state));
+	fmt::print("{}", text::wrap(cgroup_text(cg), "  cgroup: ", "    "));
+	char dir[cgroup::max_path];
+	if (cgroup::memory_cgroup_dir(cg, dir, sizeof(dir)))
+		fmt::print("{}", text::wrap(dir, "  directory: ", "    "));
+	const reserve_advice a = advice(p.reserve_state);
+	fmt::print("{}", text::wrap(a.why, "  why: ", "    "));
+	if (a.fix)
+		fmt::print("{}", text::wrap(a.fix, "  to use it: ", "    "));
+}
+
+void print_json(const sockbuf_probe_info &p, const cgroup::facts &cg)
 {
 	nlohmann::ordered_json j;
 	j["kernel"] = p.release;
@@ -59,13 +133,19 @@ void print_json(const sockbuf_probe_info &p)
 		       {"tcp_rmem", {p.tcp_rmem[0], p.tcp_rmem[1], p.tcp_rmem[2]}}};
 	j["quirks"] = {
 	    {"rcvbuf_clamps_window", (p.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW) != 0}};
+	const reserve_advice a = advice(p.reserve_state);
+	j["reserve_mem"] = {{"usable", p.reserve_state == SOCKBUF_RESERVE_USABLE},
+			    {"state", sockbuf_reserve_state_name(p.reserve_state)},
+			    {"cgroup", cgroup_text(cg)},
+			    {"why", a.why},
+			    {"fix", a.fix ? a.fix : ""}};
 	j["min_sndbuf"] = p.min_sndbuf;
 	j["min_rcvbuf"] = p.min_rcvbuf;
 	j["tcp_socket_defaults"] = {{"sndbuf", p.tcp_sndbuf}, {"rcvbuf", p.tcp_rcvbuf}};
 	fmt::print("{}\n", j.dump(2));
 }
 
-void print_table(const sockbuf_probe_info &p)
+void print_table(const sockbuf_probe_info &p, const cgroup::facts &cg)
 {
 	fmt::print("kernel {}\n\n", p.release);
 	fmt::print("{:<30} {}\n", "mechanism", "available");
@@ -90,6 +170,7 @@ void print_table(const sockbuf_probe_info &p)
 			      ? "receive: SO_RCVLOWAT raise; send: fallback flag needed"
 			      : "no unlocked mechanism: fallback flag needed";
 	fmt::print("\n{}", text::wrap(how, "set_initial_bufsize will use: ", "  "));
+	print_reserve(p, cg);
 }
 
 } // namespace
@@ -113,10 +194,12 @@ int cmd_probe(int argc, char **argv)
 		fmt::print(stderr, "sockbuf probe: {}\n", p.error().message());
 		return 1;
 	}
+	cgroup::facts f;
+	cgroup::read_system(&f);
 	if (json)
-		print_json(*p);
+		print_json(*p, f);
 	else
-		print_table(*p);
+		print_table(*p, f);
 	return 0;
 }
 

@@ -32,8 +32,8 @@ int run_usage(std::FILE *to, int status)
 {
 	fmt::print(to,
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
-		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--shim PATH]\n"
-		   "                   -- CMD [ARGS...]\n"
+		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--reserve]\n"
+		   "                   [--shim PATH] -- CMD [ARGS...]\n"
 		   "\n"
 		   "Runs CMD with the sockbuf shim preloaded.  --policy sets the policy for\n"
 		   "the program's SO_SNDBUF/SO_RCVBUF requests (default initial: the size\n"
@@ -43,7 +43,10 @@ int run_usage(std::FILE *to, int status)
 		   "install libdir.  Programs CMD executes inherit the shim unless the\n"
 		   "configuration says exec:drop.  --floor-guard MS runs a thread in CMD that\n"
 		   "restores, every MS milliseconds, each buffer the shim sized that fell below\n"
-		   "its floor (configuration item guard:MS; off by default).\n");
+		   "its floor (configuration item guard:MS; off by default).  --reserve also\n"
+		   "reserves each connecting and accepted socket's floor with SO_RESERVE_MEM\n"
+		   "where the process's memory cgroup allows it (item reserve:on; see\n"
+		   "'sockbuf probe').\n");
 	return status;
 }
 
@@ -100,6 +103,7 @@ int cmd_run(int argc, char **argv)
 {
 	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr,
 		   *guard = nullptr;
+	bool reserve = false;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -109,6 +113,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
 			return run_usage(stdout, 0);
+		if (!std::strcmp(a, "--reserve")) {
+			reserve = true;
+			continue;
+		}
 		const char **slot = !std::strcmp(a, "--policy")	       ? &policy
 				    : !std::strcmp(a, "--config")      ? &extra
 				    : !std::strcmp(a, "--log")	       ? &log
@@ -134,6 +142,8 @@ int cmd_run(int argc, char **argv)
 		config += fmt::format(",log:{}", log);
 	if (guard)
 		config += fmt::format(",guard:{}", guard);
+	if (reserve)
+		config += ",reserve:on";
 #ifdef SOCKBUF_RUN_CHECKS_CONFIG
 	// Fail here, loudly, instead of starting the program with a shim that
 	// warns once and stays inactive.

@@ -17,6 +17,8 @@ expect "policy lock" "shim=1 lock=2" "$("$sockbuf" run --policy lock -- "$child"
 expect "without --" "shim=1 lock=0" "$("$sockbuf" run "$child")"
 expect "extra config" "shim=1 lock=2" \
 	"$("$sockbuf" run --config policy:passthrough -- "$child")"
+expect "--reserve" "SOCKBUF_SHIM=policy:initial,reserve:on" \
+	"$("$sockbuf" run --reserve -- env | grep '^SOCKBUF_SHIM=')"
 shim_dir=$(readlink -f "$(dirname "$(readlink -f "$sockbuf")")/../lib")
 expect "keeps LD_PRELOAD, shim first" "preload=$shim_dir/libsockbuf-shim.so:libm.so.6" \
 	"$(LD_PRELOAD=libm.so.6 "$sockbuf" run -- "$child")"

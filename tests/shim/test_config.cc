@@ -81,6 +81,19 @@ TEST(ShimConfig, EveryKey)
 	EXPECT_EQ(parse_text("guard:10,guard:off").cfg.guard_ms, 0);
 }
 
+TEST(ShimConfig, Reserve)
+{
+	auto p = parse_text("reserve:on");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_TRUE(p.cfg.reserve);
+	// Accepted sockets must be seen to be reserved one by one.
+	EXPECT_TRUE(needs_socket_events(p.cfg));
+	EXPECT_FALSE(parse_text("reserve:on,reserve:off").cfg.reserve);
+	EXPECT_FALSE(parse_text("policy:initial").cfg.reserve);
+	EXPECT_FALSE(parse_text("reserve:yes").ok);
+	EXPECT_FALSE(parse_text("reserve:").ok);
+}
+
 TEST(ShimConfig, LogTargets)
 {
 	auto p = parse_text("log:/tmp/shim.log");

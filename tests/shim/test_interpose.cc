@@ -462,6 +462,73 @@ TEST(Rules, LogIsRateLimited)
 	EXPECT_LE(lines, 40) << "300 calls must not give 300 lines";
 }
 
+// ---- reserve:on -----------------------------------------------------------
+
+namespace
+{
+// What SO_RESERVE_MEM does for this process, asked directly (the library
+// inside the shim is not reachable from here).
+int reserve_result()
+{
+	fd_guard s(tcp());
+	int v = 4096;
+	return plain_setsockopt(s.fd, SOL_SOCKET, SO_RESERVE_MEM, &v, sizeof(v)) == 0 ? 0 : -errno;
+}
+
+std::vector<std::string> log_lines(const char *path)
+{
+	std::vector<std::string> lines;
+	std::ifstream f(path);
+	std::string line;
+	while (std::getline(f, line))
+		lines.push_back(line);
+	return lines;
+}
+
+bool has_line(const std::vector<std::string> &lines, const std::string &part)
+{
+	for (const auto &l : lines)
+		if (l.find(part) != std::string::npos)
+			return true;
+	return false;
+}
+} // namespace
+
+// The listener gets sized but no reservation (its accepted sockets would
+// not inherit one); each accepted socket gets its own attempt, of the floor
+// it inherited, and the log says how it went.
+TEST(Reserve, AcceptedSocketsAreReservedListenersAreNot)
+{
+	REQUIRE_SHIM();
+	const char *path = getenv("SHIM_LOG_FILE");
+	ASSERT_TRUE(path);
+	const int kernel = reserve_result();
+	if (kernel == -ENOPROTOOPT)
+		GTEST_SKIP() << "kernel has no SO_RESERVE_MEM (before 5.16)";
+	fd_guard l(tcp());
+	ASSERT_EQ(listener_on(l.fd, 0), 0);
+	ASSERT_EQ(rcvbuf(l.fd), 262144) << "listener.rcv:256K";
+	fd_guard c(tcp());
+	ASSERT_EQ(connect_to(c.fd, port_of(l.fd)), 0);
+	fd_guard a(accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC));
+	ASSERT_GE(a.fd, 0);
+
+	const auto lines = log_lines(path);
+	const std::string listener = "fd " + std::to_string(l.fd) + " listener reserve";
+	EXPECT_FALSE(has_line(lines, listener));
+	// The floor inherited from the listener: its 256 KB receive floor
+	// and the send floor 0 (never sized).
+	const std::string accepted = "fd " + std::to_string(a.fd) + " accepted reserve for floor 0/262144 -> ";
+	if (kernel == 0)
+		EXPECT_TRUE(has_line(lines, accepted + "reserved")) << accepted;
+	else
+		EXPECT_TRUE(
+		    has_line(lines, accepted + "not reserved: error " + std::to_string(kernel)))
+		    << accepted << " with " << kernel;
+	// The client was never sized: no floor, nothing to reserve.
+	EXPECT_FALSE(has_line(lines, "fd " + std::to_string(c.fd) + " connecting reserve"));
+}
+
 // ---- FORCE -----------------------------------------------------------------
 
 namespace

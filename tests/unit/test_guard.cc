@@ -290,4 +290,77 @@ TEST(GuardDrive, ForkedChildDoesNotRunTwice)
 	EXPECT_EQ(sockbuf_guard_pass(plain.id, nullptr), 0); // the parent runs it
 }
 
+// SOCKBUF_GUARD_RESERVE_MEM: each socket added (an accepted one here) gets
+// a reservation attempt of its whole floor; a listener gets none; a failure
+// is counted, never refuses the add.
+TEST(GuardReserve, AddAttemptsTheReservationAndCountsTheOutcome)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	if (!(p.known & SOCKBUF_FEAT_RESERVE_MEM))
+		GTEST_SKIP() << "kernel has no SO_RESERVE_MEM (before 5.16)";
+	tcp_pair pair;
+	ASSERT_TRUE(make_pair(&pair));
+	guard_id g(SOCKBUF_GUARD_RESERVE_MEM);
+	ASSERT_GE(g.id, 0);
+	const struct sockbuf_floor floor = {16384, 65536};
+	ASSERT_EQ(sockbuf_guard_add(g.id, pair.listener, &floor), 0);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.reserve_ok + t.reserve_failed, 0u); // the listener: no attempt
+
+	ASSERT_EQ(sockbuf_guard_add(g.id, pair.server, &floor), 0);
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 2);
+	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
+		EXPECT_EQ(t.reserve_ok, 1u);
+		EXPECT_EQ(t.reserve_failed, 0u);
+		EXPECT_EQ(t.reserve_err, 0);
+	} else {
+		EXPECT_EQ(t.reserve_ok, 0u);
+		EXPECT_EQ(t.reserve_failed, 1u);
+		EXPECT_EQ(t.reserve_err, -EOPNOTSUPP)
+		    << sockbuf_reserve_state_name(p.reserve_state);
+	}
+
+	// Without the flag nothing is attempted.
+	guard_id plain(0);
+	ASSERT_EQ(sockbuf_guard_add(plain.id, pair.client, &floor), 0);
+	ASSERT_EQ(sockbuf_guard_stats(plain.id, &t), 0);
+	EXPECT_EQ(t.reserve_ok + t.reserve_failed, 0u);
+}
+
+// restore_floor with SOCKBUF_F_RESERVE_MEM reserves even when nothing is
+// below the floor: an accepted socket at its listener's sizes has none.
+TEST(GuardReserve, RestoreWithNothingBelowStillReserves)
+{
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, 0), 0);
+	tcp_pair pair;
+	ASSERT_TRUE(make_pair(&pair));
+	const struct sockbuf_floor floor = {sndbuf(pair.server), rcvbuf(pair.server)};
+	struct sockbuf_report rep;
+	ASSERT_EQ(sockbuf_restore_floor(pair.server, &floor, SOCKBUF_F_RESERVE_MEM, &rep), 0);
+	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_HELD);
+	EXPECT_EQ(rep.rcv.strategy, SOCKBUF_STRAT_HELD);
+	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
+		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVED);
+	} else {
+		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
+		EXPECT_EQ(rep.reserve_err,
+			  (p.known & SOCKBUF_FEAT_RESERVE_MEM) ? -EOPNOTSUPP : -ENOPROTOOPT);
+	}
+	// A listener is refused without a syscall.
+	const struct sockbuf_floor lfloor = {sndbuf(pair.listener), 0};
+	ASSERT_EQ(sockbuf_restore_floor(pair.listener, &lfloor, SOCKBUF_F_RESERVE_MEM, &rep), 0);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_LISTENER);
+	EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
+	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
+		EXPECT_EQ(rep.reserve_err, -EINVAL);
+	}
+	// Without the flag: no reservation, no report of one.
+	ASSERT_EQ(sockbuf_restore_floor(pair.server, &floor, 0, &rep), 0);
+	EXPECT_FALSE(rep.flags & (SOCKBUF_R_RESERVED | SOCKBUF_R_RESERVE_FAILED));
+}
+
 } // namespace

@@ -231,6 +231,20 @@ int recorder::start()
 {
 	if (active_)
 		return 0;
+	// SIGINT/SIGTERM wait until the teardown plan is complete: a signal
+	// in the middle of setting up would otherwise leave half of it.
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	int err = start_blocked();
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	return err;
+}
+
+int recorder::start_blocked()
+{
 	if (g_in_use.exchange(true)) {
 		st_.unavailable = "another recorder is active in this process";
 		return -EBUSY;

@@ -101,6 +101,8 @@ public:
 
 	// The name prefix of this process's kprobe events: "sockbuf_<pid>_".
 	static std::string kprobe_prefix();
+	// Install before start(): a signal that comes while start() runs is
+	// held until its teardown plan is complete, then handled.
 	static void install_signal_teardown();
 
 private:
@@ -111,6 +113,7 @@ private:
 	std::vector<std::string> enable_paths_;
 	std::vector<std::string> kprobe_names_;
 	void fail(const std::string &why);
+	int start_blocked();
 };
 
 // Where tracefs is mounted ("" if nowhere): /sys/kernel/tracing, else

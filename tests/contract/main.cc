@@ -184,11 +184,11 @@ void start_trace(const args &a, bool root, sockbuf::trace::recorder *rec, trace_
 		run->reason = "not root: tracefs instances and kprobe events need root";
 		return;
 	}
+	sockbuf::trace::recorder::install_signal_teardown();
 	if (rec->start() < 0) {
 		run->reason = rec->status().unavailable;
 		return;
 	}
-	sockbuf::trace::recorder::install_signal_teardown();
 	run->active = true;
 	run->enabled = rec->status().enabled;
 }

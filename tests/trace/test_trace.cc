@@ -237,8 +237,8 @@ TEST(live, sigterm_tears_down)
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		close(p[0]);
-		recorder r(live_options());
 		recorder::install_signal_teardown();
+		recorder r(live_options());
 		std::string msg = r.start() == 0 ? r.status().instance : "-";
 		msg += "\n";
 		if (write(p[1], msg.data(), msg.size()) < 0)

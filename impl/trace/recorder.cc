@@ -334,8 +334,11 @@ int recorder::start_blocked()
 	std::vector<std::string> tps = {"sock_exceed_buf_limit"};
 	if (opt_.set_state)
 		tps.emplace_back("inet_sock_set_state");
-	for (const auto &tp : tps)
-		enable(inst + "/events/sock/" + tp, tp, "sock:" + tp);
+	for (const auto &tp : tps) {
+		std::string dir = inst + "/events/sock/";
+		dir += tp;
+		enable(dir, tp, "sock:" + tp);
+	}
 
 	if (!opt_.kprobes.empty()) {
 		std::string funcs;
@@ -364,9 +367,11 @@ int recorder::start_blocked()
 				std::string ev = kprobe_prefix() + fn;
 				// struct sock_common starts with the addresses (8
 				// bytes), skc_hash (4), then skc_dport and skc_num.
-				std::string def = "p:kprobes/" + ev + " " + fn +
-						  " sk=$arg1:x64 skc_dport=+12($arg1):u16 "
-						  "skc_num=+14($arg1):u16\n";
+				std::string def = "p:kprobes/" + ev;
+				def += " ";
+				def += fn;
+				def += " sk=$arg1:x64 skc_dport=+12($arg1):u16 "
+				       "skc_num=+14($arg1):u16\n";
 				if ((err = write_file(T + "/kprobe_events", def, true)) < 0) {
 					st_.missing.push_back(name + ": kprobe not accepted (" +
 							      errtext(err) + ")");
@@ -375,7 +380,9 @@ int recorder::start_blocked()
 				copy_to(g_plan.kprobe_rm[g_plan.n_kprobes++], 160,
 					"-:kprobes/" + ev + "\n");
 				kprobe_names_.push_back(ev);
-				enable(inst + "/events/kprobes/" + ev, ev, name);
+				std::string dir = inst + "/events/kprobes/";
+				dir += ev;
+				enable(dir, ev, name);
 			}
 		}
 	}

@@ -7,6 +7,7 @@
 // Exit status: 0 no library guarantee failed (and, with --strict-raw, no
 // raw property): pass, skip or unverified; 1 a clause failed or bytes went
 // wrong; 77 nothing could run (the reason is printed); 2 bad usage.
+#include "attribution.h"
 #include "clauses.h"
 #include "clock.h"
 #include "global.h"
@@ -40,6 +41,7 @@ struct args {
 	std::vector<std::string> scenarios;
 	std::vector<output_target> outputs; // none given: the table on stdout
 	std::string from_json;		    // render this saved document, run nothing
+	std::string trace = "auto";	    // kernel events: auto, on, off
 };
 
 void usage(FILE *to)
@@ -49,6 +51,7 @@ void usage(FILE *to)
 		"bulk,...]\n"
 		"                        [--json PATH] [--markdown PATH] [--series]\n"
 		"                        [--allow-global-changes] [--strict-raw] [--list]\n"
+		"                        [--trace auto|on|off]\n"
 		"\n"
 		"Runs the sockbuf contract (docs/contract.md) on this kernel.  Each scenario\n"
 		"runs in its own network namespace; unprivileged runs enter a user+network\n"
@@ -63,7 +66,10 @@ void usage(FILE *to)
 		   "prints it) or junit (JUnit XML), each to PATH or one of them to standard\n"
 		   "output (default: table).  --json PATH is --format json:PATH.\n"
 		   "--from-json PATH: write the formats of a saved --json document instead of\n"
-		   "running.\n");
+		   "running.\n"
+		   "--trace auto|on|off: record kernel events through tracefs and name the ones\n"
+		   "before each C3 violation (auto: when root and tracefs is there; on: exit 1\n"
+		   "if it cannot; default auto).\n");
 }
 
 std::vector<std::string> split(const std::string &s)
@@ -111,6 +117,8 @@ int parse(int argc, char **argv, args *a)
 			}
 		} else if (s == "--from-json" && value(&v))
 			a->from_json = v;
+		else if (s == "--trace" && value(&v) && (v == "auto" || v == "on" || v == "off"))
+			a->trace = v;
 		else if (s == "--clause" && value(&v))
 			a->run.clauses = split(v);
 		else if (s == "--scenario" && value(&v))
@@ -163,6 +171,47 @@ json environment_json(const sockbuf_probe_info &p, const std::string &tcp_mem)
 	    sysctl_or("/proc/sys/net/ipv4/tcp_congestion_control");
 	s["net.ipv4.tcp_adv_win_scale"] = sysctl_or("/proc/sys/net/ipv4/tcp_adv_win_scale");
 	return s;
+}
+
+// Starts the recorder as --trace asks; @run says what it could do.
+void start_trace(const args &a, bool root, sockbuf::trace::recorder *rec, trace_run *run)
+{
+	if (a.trace == "off") {
+		run->reason = "tracing off (--trace off)";
+		return;
+	}
+	if (!root) {
+		run->reason = "not root: tracefs instances and kprobe events need root";
+		return;
+	}
+	sockbuf::trace::recorder::install_signal_teardown();
+	if (rec->start() < 0) {
+		run->reason = rec->status().unavailable;
+		return;
+	}
+	run->active = true;
+	run->enabled = rec->status().enabled;
+}
+
+json trace_json(const args &a, const sockbuf::trace::recorder &rec, const trace_run &run)
+{
+	const auto &st = rec.status();
+	json t = {{"mode", a.trace}, {"active", run.active}};
+	if (!run.active)
+		t["reason"] = run.reason;
+	if (!st.tracefs.empty())
+		t["tracefs"] = st.tracefs;
+	if (st.mounted_private)
+		t["mounted"] = "in a private mount namespace of this process";
+	t["enabled"] = st.enabled;
+	t["missing"] = st.missing;
+	json f = json::object();
+	for (const auto &[name, form] : st.formats)
+		f[name] = form.fields;
+	t["fields"] = f;
+	t["clock"] = "mono";
+	t["window_ms"] = double(attribution_window_ns) / 1e6;
+	return t;
 }
 
 json features_json(const sockbuf_probe_info &p)
@@ -243,6 +292,17 @@ static int run_main(int argc, char **argv)
 		fmt::print(stderr, "sockbuf-contract: net.ipv4.tcp_mem not writable: {}\n",
 			   strerror(errno));
 	std::string tcp_mem = sysctl_or("/proc/sys/net/ipv4/tcp_mem");
+	// Before anything starts a thread: the recorder may need a mount
+	// namespace of its own (tracefs not mounted).
+	sockbuf::trace::recorder_options topt;
+	topt.mount_private = true;
+	sockbuf::trace::recorder rec(topt);
+	trace_run trun;
+	start_trace(a, root, &rec, &trun);
+	if (a.trace == "on" && !trun.active) {
+		fmt::print(stderr, "sockbuf-contract: --trace on: {}\n", trun.reason);
+		return 1;
+	}
 	if (!root) {
 		int err = enter_user_netns();
 		if (err < 0) {
@@ -270,6 +330,7 @@ static int run_main(int argc, char **argv)
 	doc["features"] = features_json(probe);
 	if (!unpriv.empty())
 		doc["unprivileged_skips"] = unpriv;
+	doc["trace"] = trace_json(a, rec, trun);
 	doc["scenarios"] = json::array();
 
 	std::vector<const scenario_spec *> chosen;
@@ -280,11 +341,25 @@ static int run_main(int argc, char **argv)
 	a.run.timeout_s = a.quick ? 30 : 120;
 
 	for (size_t i = 0; i < chosen.size(); i++) {
+		std::vector<sockbuf::trace::event> events;
+		uint64_t dropped_before = rec.status().dropped;
+		if (trun.active)
+			rec.drain(&events); // what came before this scenario is not its
+		events.clear();
 		json s = run_in_namespace(*chosen[i], a.run);
+		if (trun.active) {
+			int err = rec.drain(&events);
+			trun.dropped = rec.status().dropped - dropped_before;
+			if (err < 0)
+				fmt::print(stderr, "sockbuf-contract: reading the trace: {}\n",
+					   strerror(-err));
+		}
+		attribute_c3(&s, events, trun);
 		fmt::print(stderr, "{}\n", progress_line(s, int(i + 1), int(chosen.size())));
 		doc["scenarios"].push_back(std::move(s));
 	}
 	doc["seconds"] = double(now_ns() - start) / 1e9;
+	rec.stop();
 
 	write_outputs(doc, a.outputs, ci);
 	int status = exit_status_of(doc, ci);

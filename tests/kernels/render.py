@@ -508,8 +508,10 @@ def render(results, summary):
             if cl != "C3":
                 continue
             for name, why in sides.get("raw", {}).get("fail", []):
+                chain = c3_event_chain(c, name, "raw")
                 fallen.append("- %s (%s), sockbuf-contract scenario `%s`, C3 raw: %s; %s." % (
-                    r["name"], r.get("release"), name, why, code_link(r.get("release"), MODERATE)))
+                    r["name"], r.get("release"), name, why,
+                    chain or code_link(r.get("release"), MODERATE)))
     L.extend(fallen or ["- none observed"])
     L.append("")
     con = [(r["name"], r, contract_rows(r)) for r in results if contract_rows(r)]
@@ -518,6 +520,34 @@ def render(results, summary):
         L.append("")
         L.extend(render_contract(con))
     return "\n".join(L) + "\n"
+
+
+def c3_event_chain(contract, scenario, side):
+    """The kernel events the suite recorded before the first C3 violation of
+    @scenario's @side ("" when the results carry none: older runs, or no
+    tracefs in the guest, whose reason is then given)."""
+    for s in contract.get("scenarios", []):
+        if s.get("name") != scenario:
+            continue
+        for v in s.get("verdicts", []):
+            if v.get("clause") != "C3" or not v.get(side, {}).get("violations"):
+                continue
+            k = v[side]["violations"][0].get("kernel_events")
+            if not k:
+                return ""
+            if not k.get("found"):
+                return "kernel events: none (%s)" % k.get("reason", "")
+            chain = []
+            for e in k.get("events", []):
+                f = e.get("fields", {})
+                mem = ", ".join("%s=%s" % (key, f[key]) for key in (
+                    "allocated", "sysctl_mem", "wmem_queued", "kind") if key in f)
+                chain.append("`%s` %.3f ms before (%s)%s" % (
+                    e["name"], e["before_ms"],
+                    "same socket" if e.get("match") == "socket" else "any socket, same ms",
+                    ": " + mem if mem else ""))
+            return "kernel events: " + " <- ".join(chain)
+    return ""
 
 
 def _verdicts(c):

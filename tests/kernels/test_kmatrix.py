@@ -134,6 +134,49 @@ class RenderTest(unittest.TestCase):
         s.update(extra)
         return s
 
+    def test_c3_raw_violation_prints_its_kernel_event_chain(self):
+        r = self.result()
+        s = self.scenario("pressure")
+        viol = {"socket": "pressure/raw_unlock/c1/client", "what": "SO_SNDBUF (getsockopt)",
+                "t_ms": 424.2, "value": 4608, "expected": 1048576}
+        s["verdicts"][1]["raw"] = {"verdict": "FAIL", "why": "1 violation(s)",
+                                   "violations_total": 1, "violations": [viol]}
+        r["sections"]["contract"] = self.contract([s])
+        r["section_rc"]["contract"] = 0
+        # Without recorded events the code link stays.
+        self.assertIn("sk_stream_moderate_sndbuf", render.render([r], None))
+        viol["kernel_events"] = {"found": True, "events": [
+            {"name": "sock:sock_exceed_buf_limit", "before_ms": 0.25, "match": "window",
+             "fields": {"allocated": "2870", "sysctl_mem": "1433,1911,2866",
+                        "wmem_queued": "1048576", "kind": "SK_MEM_SEND"}}]}
+        text = render.render([r], None)
+        self.assertIn("kernel events: `sock:sock_exceed_buf_limit` 0.250 ms before (any socket, "
+                      "same ms): allocated=2870, sysctl_mem=1433,1911,2866", text)
+        viol["kernel_events"] = {"found": False, "reason": "no tracefs"}
+        self.assertIn("kernel events: none (no tracefs)", render.render([r], None))
+
+    def test_trace_dip_needs_a_kernel_event_before_the_dip(self):
+        from kmatrix import outcome
+        r = self.result()
+        self.assertIsNone(outcome.trace_dip(r))
+        viol = {"socket": "pressure/raw_unlock/c1/client", "t_ms": 424.2,
+                "kernel_events": {"found": False, "reason": "none recorded in the window"}}
+        s = self.scenario("pressure")
+        s["verdicts"][1]["raw"]["violations"] = [viol]
+        r["sections"]["trace-dip"] = {"trace": {"active": True}, "scenarios": [s]}
+        self.assertEqual(outcome.trace_dip(r)[0], "fail")
+        self.assertEqual(outcome.effective_status(r)[0], "fail")
+        viol["kernel_events"] = {"found": True, "events": [
+            {"name": "kprobe:tcp_enter_memory_pressure", "before_ms": 0.4, "match": "socket"}]}
+        self.assertEqual(outcome.trace_dip(r)[0], "pass")
+        self.assertEqual(outcome.effective_status(r), ("ok", None))
+        r["sections"]["trace-dip"] = {"trace": {"active": False, "reason": "no tracefs"},
+                                      "scenarios": [s]}
+        self.assertEqual(outcome.trace_dip(r), ("skip", "no kernel events: no tracefs"))
+        s["verdicts"][1]["raw"]["violations"] = []
+        r["sections"]["trace-dip"]["trace"]["active"] = True
+        self.assertEqual(outcome.trace_dip(r)[0], "fail")  # no dip was made
+
     def test_every_scenario_aborted_is_a_failed_run(self):
         r = self.result()
         why = "raw_unlock listener setup: Protocol not available"

@@ -87,6 +87,8 @@ struct socket_record {
 
 	// TCP_INFO after the handshake.
 	int snd_wscale = -1, rcv_wscale = -1;
+	// Ports from this socket's side (kernel events name sockets by them).
+	int local_port = -1, peer_port = -1;
 
 	// Quiescent comparisons (C7): before traffic and after it.
 	struct snapshot {
@@ -162,6 +164,7 @@ struct scenario_result {
 	std::string skip_reason; // non-empty: did not run
 	std::string aborted;	 // non-empty: setup failed, no traffic ran
 	double seconds = 0;
+	int64_t t0_ns = 0; // CLOCK_MONOTONIC when the traffic started
 	integrity data;
 	sampler_stats sampler;
 	guard_stats guard;

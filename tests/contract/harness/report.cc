@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "report.h"
 
+#include "attribution.h"
 #include "clauses.h"
 #include "text_wrap.h"
 
@@ -216,6 +217,12 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	if (!r.aborted.empty())
 		j["aborted"] = r.aborted;
 	j["seconds"] = r.seconds;
+	j["t0_mono_ns"] = r.t0_ns;
+	json ports = json::object();
+	for (const auto &s : r.sockets)
+		if (s.local_port > 0)
+			ports[s.name] = {s.local_port, s.peer_port};
+	j["socket_ports"] = ports;
 	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
 	j["needs_growth"] = r.needs_growth;
 	j["notes"] = r.notes;
@@ -313,6 +320,13 @@ std::string text_report(const json &doc)
 				    fmt::format("{} {} {}: {}", v["clause"].get<std::string>(),
 						name, side, h["why"].get<std::string>()),
 				    "  ", "      ");
+				if (o == outcome::fail && v["clause"] == "C3" &&
+				    !h["violations"].empty()) {
+					std::string ev = kernel_events_text(h["violations"][0]);
+					if (!ev.empty())
+						line += text::wrap("first violation's " + ev,
+								   "      ", "        ");
+				}
 				if (o == outcome::fail)
 					fails += line;
 				else if (o == outcome::unverified)
@@ -411,6 +425,20 @@ std::string markdown_report(const json &doc)
 					   v["library"]["verdict"].get<std::string>(),
 					   v["library"]["why"].get<std::string>());
 		out += "\n";
+		for (const auto &v : s["verdicts"])
+			for (const char *side : {"raw", "library"}) {
+				if (v["clause"] != "C3" || v[side]["violations"].empty())
+					continue;
+				const json &x = v[side]["violations"][0];
+				std::string ev = kernel_events_text(x);
+				if (!ev.empty())
+					out += fmt::format("C3 {} first violation, {} at {:.1f} ms "
+							   "({} < {}): {}\n\n",
+							   side, x["socket"].get<std::string>(),
+							   x["t_ms"].get<double>(),
+							   x["value"].get<int64_t>(),
+							   x["expected"].get<int64_t>(), ev);
+			}
 	}
 	return out;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "report_cases.h"
 
+#include "attribution.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -30,10 +32,11 @@ std::string first_violation(const json &half)
 	if (!half.contains("violations") || half["violations"].empty())
 		return "";
 	const json &v = half["violations"][0];
-	return fmt::format("{} at {:.1f} ms: {} (value {}, expected {})",
+	std::string events = kernel_events_text(v);
+	return fmt::format("{} at {:.1f} ms: {} (value {}, expected {}){}",
 			   v["socket"].get<std::string>(), v["t_ms"].get<double>(),
 			   v["what"].get<std::string>(), v["value"].get<int64_t>(),
-			   v["expected"].get<int64_t>());
+			   v["expected"].get<int64_t>(), events.empty() ? "" : "; " + events);
 }
 
 ci_case make_case(const std::string &name, const json &half, bool binding)

@@ -39,6 +39,11 @@ std::string suite_lines(const ci_suite &s, size_t n)
 			if (!c.first_violation.empty())
 				out += fmt::format("  # {}: first violation: {}\n", c.name,
 						   c.first_violation);
+		} else if (c.result == ci_result::xfail &&
+			   c.first_violation.find("kernel events:") != std::string::npos) {
+			// A raw C3 finding: which kernel event made it.
+			out +=
+			    fmt::format("  # {}: first violation: {}\n", c.name, c.first_violation);
 		}
 		out += result_line("  ", i + 1, c);
 	}

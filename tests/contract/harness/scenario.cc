@@ -5,12 +5,34 @@
 #include "guard.h"
 #include "netns.h"
 
+#include <arpa/inet.h>
 #include <fmt/core.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <thread>
 
 namespace sockbuf::contract
 {
+
+namespace
+{
+
+void read_ports(socket_record *s)
+{
+	sockaddr_storage a = {};
+	socklen_t len = sizeof(a);
+	auto port = [&]() { return int(ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port)); };
+	if (s->r == role::listener || s->fd < 0)
+		return;
+	if (getsockname(s->fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+		s->local_port = port();
+	len = sizeof(a);
+	if (getpeername(s->fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+		s->peer_port = port();
+}
+
+} // namespace
 
 std::vector<arm> arms_times(int per_arm)
 {
@@ -57,8 +79,11 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		return;
 	}
 	take_snapshots(&set, false);
+	for (auto &s : set.sockets)
+		read_ports(&s);
 
 	int64_t t0 = now_ns();
+	out->t0_ns = t0;
 	sampler smp(&set.sockets, t0, prof.sample_period_us);
 	if (hooks.filter)
 		smp.set_filter(hooks.filter);

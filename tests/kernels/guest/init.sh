@@ -18,6 +18,8 @@ ip() { /usr/sbin/ip "$@"; }
 tc() { /usr/sbin/tc "$@"; }
 mount -t proc proc /proc
 mount -t sysfs sys /sys
+# tracefs, for the contract suite's kernel-event recorder (--trace).
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
@@ -172,6 +174,20 @@ if command -v sockbuf-contract >/dev/null; then
 	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec sockbuf-contract "$@"' \
 		sh "$contract_cg" $contract_args --allow-global-changes --json /tmp/contract.json
 	emit contract /tmp/contract.json $?
+fi
+
+# A dip made on purpose (pressure: tcp_mem lowered under the memory in
+# use), recorded through tracefs: run-matrix checks that a kernel event
+# recorded before the first C3 violation names it (kmatrix/outcome.py).
+if command -v sockbuf-contract >/dev/null; then
+	step trace-dip
+	sockbuf-contract --quick --scenario pressure --clause C3 --allow-global-changes \
+		--trace on --json /tmp/trace-dip.json >/tmp/trace-dip.log 2>&1
+	rc=$?
+	if [ ! -s /tmp/trace-dip.json ]; then
+		echo "{\"skip\": $(jstr "$(tail -n 3 /tmp/trace-dip.log)")}" >/tmp/trace-dip.json
+	fi
+	emit trace-dip /tmp/trace-dip.json $rc
 fi
 
 # The project's unit tests, when the image carries them.

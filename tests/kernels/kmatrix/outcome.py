@@ -45,13 +45,51 @@ def aborted(scenario):
     return ""
 
 
+def trace_dip(res):
+    """("pass"|"fail"|"skip", why) for the guest's trace-dip section (a
+    tcp_mem dip made on purpose with sockbuf-contract --trace on), or None
+    when the guest did not run it.  pass: a C3 violation of the pressure
+    scenario carries a kernel event recorded before it."""
+    sec = (res.get("sections") or {}).get("trace-dip")
+    if sec is None:
+        return None
+    if not isinstance(sec, dict) or "skip" in sec:
+        why = sec.get("skip") if isinstance(sec, dict) else "unreadable"
+        return "skip", "sockbuf-contract --trace on did not run: %s" % why
+    t = sec.get("trace", {})
+    if not t.get("active"):
+        return "skip", "no kernel events: %s" % t.get("reason", "recorder inactive")
+    violations = []
+    for s in sec.get("scenarios", []):
+        if s.get("skip_reason"):
+            return "skip", "pressure skipped: %s" % s["skip_reason"]
+        for v in s.get("verdicts", []):
+            if v.get("clause") == "C3":
+                for side in ("raw", "library"):
+                    violations += v.get(side, {}).get("violations", [])
+    if not violations:
+        return "fail", "no dip below the floor was made: nothing to attribute"
+    for x in violations:
+        k = x.get("kernel_events", {})
+        ev = [e for e in k.get("events", []) if e.get("before_ms", -1) >= 0]
+        if k.get("found") and ev:
+            return "pass", "%s at %.1f ms: %s %.3f ms before (%s)" % (
+                x["socket"], x["t_ms"], ev[0]["name"], ev[0]["before_ms"], ev[0]["match"])
+    return "fail", "%d violation(s), none with a kernel event before it (first: %s)" % (
+        len(violations), violations[0].get("kernel_events", {}).get("reason", "no record"))
+
+
 def effective_status(res):
-    """(status, reason) with a failed contract run counted as a failure."""
+    """(status, reason) with a failed contract run, or a dip the kernel-event
+    recorder could not attribute, counted as a failure."""
     st, why = res.get("status", "?"), res.get("reason")
     if st == "ok":
         fail = contract_failure(res)
         if fail:
             return "fail", fail
+        td = trace_dip(res)
+        if td and td[0] == "fail":
+            return "fail", "trace-dip: " + td[1]
     return st, why
 
 

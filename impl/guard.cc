@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
+#include <climits>
 #include <cstring>
 #include <ctime>
+#include <linux/futex.h>
 #include <netinet/tcp.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -41,10 +43,10 @@ constexpr int64_t dump_try_ns = 1'000'000;
 
 std::atomic<int> g_forced_source{-1};
 
-int64_t now_ns()
+int64_t now_ns(clockid_t clock = CLOCK_MONOTONIC)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
@@ -328,7 +330,11 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 		return -ECHILD;
 	struct sockbuf_guard_report p = {};
 	std::lock_guard<std::mutex> lock(mu_);
-	int64_t t0 = now_ns();
+	const int64_t t0 = now_ns();
+	// Sources are compared by the CPU time a pass took, not its wall
+	// time: a pass preempted on a busy host must not make its source look
+	// dear (or a dump cheap).
+	const int64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (timer_fd_ >= 0) {
 		uint64_t expirations;
 		ssize_t n = ::read(timer_fd_, &expirations, sizeof(expirations));
@@ -367,7 +373,8 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 		rebuild_index();
 	}
 	p.duration_ns = now_ns() - t0;
-	source_ns_[p.diag] = p.duration_ns; // the source that did the work
+	// The source that did the work; at least 1 ns: 0 means "not timed".
+	source_ns_[p.diag] = std::max<int64_t>(1, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
 	passes_++;
 
 	stats_.passes++;
@@ -386,20 +393,33 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	return 0;
 }
 
-void floor_guard::run_thread()
+// The thread sleeps on a futex (stop_word_) with an absolute
+// CLOCK_MONOTONIC deadline: one syscall per wakeup, where a condition
+// variable's wait_until also unlocks and relocks its mutex and keeps its
+// own counters (about 20 % more CPU per wakeup on a 2-vCPU VM).  stop()
+// sets the word and wakes it.
+void floor_guard::run_thread(unsigned int interval_us)
 {
-	std::unique_lock<std::mutex> lock(run_mu_);
-	while (!stopping_) {
-		const auto interval = std::chrono::microseconds(interval_us_);
-		lock.unlock();
-		auto begin = std::chrono::steady_clock::now();
+	const int64_t interval_ns = int64_t(interval_us) * 1000;
+	while (stop_word_.load(std::memory_order_acquire) == 0) {
+		const int64_t begin = now_ns();
 		pass(nullptr);
-		auto end = std::chrono::steady_clock::now();
-		lock.lock();
+		const int64_t end = now_ns();
 		// Never more than half a core: rest at least as long as the
 		// pass took.
-		auto next = std::max(begin + interval, end + (end - begin));
-		run_cv_.wait_until(lock, next, [this] { return stopping_; });
+		const int64_t next = std::max(begin + interval_ns, end + (end - begin));
+		struct timespec deadline;
+		deadline.tv_sec = time_t(next / 1'000'000'000);
+		deadline.tv_nsec = long(next % 1'000'000'000);
+		// Bounded: each wait ends at the deadline, on stop, or on a
+		// signal; the deadline only moves forward.
+		while (stop_word_.load(std::memory_order_acquire) == 0) {
+			long r =
+			    syscall(SYS_futex, &stop_word_, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+				    0u, &deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
+			if (r != 0 && errno == ETIMEDOUT)
+				break;
+		}
 	}
 }
 
@@ -410,10 +430,10 @@ int floor_guard::start(unsigned int interval_us)
 	std::lock_guard<std::mutex> lock(run_mu_);
 	if (thread_.joinable() || interval_us_)
 		return -EALREADY;
-	stopping_ = false;
+	stop_word_.store(0, std::memory_order_release);
 	interval_us_ = interval_us;
 	try {
-		thread_ = std::thread([this] { run_thread(); });
+		thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
 	} catch (const std::system_error &) {
 		interval_us_ = 0;
 		return -EAGAIN;
@@ -428,10 +448,11 @@ int floor_guard::stop()
 		std::lock_guard<std::mutex> lock(run_mu_);
 		if (!thread_.joinable())
 			return -ENOENT;
-		stopping_ = true;
+		stop_word_.store(1, std::memory_order_release);
 		t = std::move(thread_);
 	}
-	run_cv_.notify_all();
+	syscall(SYS_futex, &stop_word_, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, nullptr, nullptr,
+		0);
 	t.join();
 	std::lock_guard<std::mutex> lock(run_mu_);
 	interval_us_ = 0;

@@ -13,7 +13,7 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -74,7 +74,7 @@ private:
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
 	void check_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p,
 		       bool *gone);
-	void run_thread();
+	void run_thread(unsigned int interval_us);
 
 	const unsigned int flags_;
 	const pid_t owner_;
@@ -90,7 +90,7 @@ private:
 	int diag_err_ = 0;
 	uring::sockopt_ring ring_; // made on the first pass that wants it
 	int uring_err_ = 0;
-	// The last pass's duration by size source (SOCKBUF_GUARD_SRC_*), 0
+	// The last pass's CPU time by size source (SOCKBUF_GUARD_SRC_*), 0
 	// until measured.  io_uring and getsockopt cost per socket; a dump's
 	// cost is mostly the kernel's walk of its whole established-socket
 	// hash table, whatever the number guarded.  The guard times io_uring,
@@ -105,9 +105,9 @@ private:
 	int timer_fd_ = -1;
 
 	std::mutex run_mu_; // the thread's start/stop
-	std::condition_variable run_cv_;
 	std::thread thread_;
-	bool stopping_ = false;
+	std::atomic<uint32_t> stop_word_{0}; // a futex word: 1 stops the thread
+	static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 	unsigned int interval_us_ = 0;
 };
 

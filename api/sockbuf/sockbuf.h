@@ -608,9 +608,11 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * (closed, reused fd, other namespace) is read with getsockopt.  A dump
  * costs mostly the kernel's walk of its whole socket table, whatever the
  * number guarded.  The guard times io_uring on its first pass, getsockopt
- * on the next, a dump only once one of those took over 1 ms; it then uses
- * the cheapest and times each other source again every 64th pass (every
- * 4096th when it cost over 4 times as much).  The io_uring ring is made
+ * on the next, a dump only once one of those took over 1 ms of CPU; it
+ * then uses the cheapest and times each other source again every 64th
+ * pass (every 4096th when it cost over 4 times as much).  Sources are
+ * compared by the CPU time of their last pass (CLOCK_THREAD_CPUTIME_ID),
+ * so a pass preempted on a busy host does not mislead the choice.  The io_uring ring is made
  * on the first pass that wants it, belongs to the guard, and is made
  * anew in a forked child; if it cannot be made, or fails, passes fall back
  * for good and sockbuf_guard_totals.uring_err says why.

@@ -1,22 +1,31 @@
 // SPDX-License-Identifier: MIT
 // The floor guard's cost: one pass over 10, 1,000 and 10,000 registered,
-// established loopback sockets, sizes read from one inet_diag dump against
-// getsockopt per socket, next to a bare getsockopt loop over the same
-// sockets.  Nothing is below its floor, so no pass restores: this is the
-// price of looking.  BM_guard_thread_during_transfer reports the share of
-// wall time a 10 ms guard thread spends in passes during a bulk transfer.
+// established loopback sockets, with each size source forced in turn
+// (getsockopt per socket, batched getsockopt over io_uring, one inet_diag
+// dump) and the guard's own choice, both directions floored or only the
+// receive side, next to a bare getsockopt loop and bare dumps over the
+// same sockets.  Nothing is below its floor, so no pass restores: this is
+// the price of looking.  BM_guard_thread_during_transfer reports the share
+// of wall time a 10 ms guard thread spends in passes during a bulk
+// transfer; BM_guard_thread_idle_cpu the CPU time such a thread costs the
+// process (wakeups included) with nothing else running.
+//
+// Sources are forced through the test seam (sockbuf_testable): with no
+// hook set it costs one atomic load per socket-option call.
 //
 // 10,000 connections need 20,000 descriptors: the benchmark raises
 // RLIMIT_NOFILE as far as it may and skips sizes it cannot hold.
 #include <sockbuf/sockbuf.h>
 
 #include "diag.h"
+#include "guard.h"
 
 #include <benchmark/benchmark.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -24,6 +33,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -129,18 +140,22 @@ bool room_for(int n)
 }
 
 // A guard over every client end with a floor of 4608 (the smallest send
-// buffer): nothing is ever below it.
-int guard_over(const connections &c, unsigned int flags)
+// buffer) and 2304 (the smallest receive buffer), or only the receive
+// floor: nothing is ever below it.
+int guard_over(const connections &c, unsigned int flags, bool rcv_only = false)
 {
 	int g = sockbuf_guard_new(flags);
-	struct sockbuf_floor fl = {4608, 2304};
+	struct sockbuf_floor fl = {rcv_only ? 0 : 4608, 2304};
 	for (int fd : c.clients)
 		if (g >= 0 && sockbuf_guard_add(g, fd, &fl) != 0)
 			return -1;
 	return g;
 }
 
-void guard_pass(benchmark::State &state, unsigned int flags)
+constexpr int auto_source = -1;
+
+// Passes with one size source forced (auto_source: the guard's choice).
+void BM_guard_pass(benchmark::State &state, int source, bool rcv_only)
 {
 	int n = int(state.range(0));
 	if (!room_for(n)) {
@@ -148,32 +163,45 @@ void guard_pass(benchmark::State &state, unsigned int flags)
 		return;
 	}
 	connections c(n);
-	int g = c.ok ? guard_over(c, flags) : -1;
+	sockbuf::guard::force_source(source);
+	int g = c.ok ? guard_over(c, 0, rcv_only) : -1;
 	if (g < 0) {
+		sockbuf::guard::force_source(auto_source);
 		state.SkipWithError("could not set up the connections or the guard");
 		return;
 	}
 	struct sockbuf_guard_report rep = {};
+	sockbuf_guard_pass(g, &rep); // makes the ring, opens netlink
+	if (source != auto_source && rep.diag != source) {
+		struct sockbuf_guard_totals t = {};
+		sockbuf_guard_stats(g, &t);
+		sockbuf::guard::force_source(auto_source);
+		sockbuf_guard_destroy(g);
+		state.SkipWithError(
+		    source == SOCKBUF_GUARD_SRC_URING
+			? ("no io_uring source: " + std::to_string(t.uring_err)).c_str()
+			: "the forced source is unavailable");
+		return;
+	}
+	int sources[3] = {0, 0, 0};
 	for (auto _ : state) {
 		sockbuf_guard_pass(g, &rep);
+		sources[rep.diag]++;
 		benchmark::DoNotOptimize(rep);
 	}
-	state.counters["last_pass_diag"] = double(rep.diag);
+	sockbuf::guard::force_source(auto_source);
+	state.counters["passes_getsockopt"] = sources[SOCKBUF_GUARD_SRC_GETSOCKOPT];
+	state.counters["passes_diag"] = sources[SOCKBUF_GUARD_SRC_DIAG];
+	state.counters["passes_uring"] = sources[SOCKBUF_GUARD_SRC_URING];
 	state.counters["sockets"] = double(rep.sockets);
 	state.counters["ns_per_socket"] = benchmark::Counter(
 	    double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 	sockbuf_guard_destroy(g);
 }
 
-// The default guard: it times both sources and keeps the cheaper.
-void BM_guard_pass_auto(benchmark::State &state)
-{
-	guard_pass(state, 0);
-}
-
-// One inet_diag dump with the guard's filter: the dump source's cost,
-// whatever the guard chooses.
-void BM_diag_dump(benchmark::State &state)
+// One inet_diag dump of full sockets, both families (family 0) or IPv4
+// only (what the guard asks for when it guards only IPv4 sockets).
+void BM_diag_dump(benchmark::State &state, int family)
 {
 	int n = int(state.range(0));
 	if (!room_for(n)) {
@@ -188,6 +216,7 @@ void BM_diag_dump(benchmark::State &state)
 	}
 	sockbuf::diag::filter f;
 	f.tcp_info = false;
+	f.family = family;
 	for (auto _ : state) {
 		long seen = 0;
 		s.each(f, [&seen](const sockbuf::diag::socket_info &) { seen++; });
@@ -195,11 +224,6 @@ void BM_diag_dump(benchmark::State &state)
 	}
 	state.counters["ns_per_socket"] = benchmark::Counter(
 	    double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-}
-
-void BM_guard_pass_getsockopt(benchmark::State &state)
-{
-	guard_pass(state, SOCKBUF_GUARD_NO_DIAG);
 }
 
 // What a hand-written floor check costs: two getsockopt per socket.
@@ -279,10 +303,77 @@ void BM_guard_thread_during_transfer(benchmark::State &state)
 	state.counters["MB_per_s"] = double(bytes) / wall_ns * 1e3;
 }
 
-BENCHMARK(BM_guard_pass_auto)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_diag_dump)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_guard_pass_getsockopt)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+// A 10 ms guard thread over N idle sockets (0: an empty guard, the
+// wakeup alone), nothing else running in the process: its CPU time (the
+// thread's wakeups, clock reads and passes) per wall time.  Each
+// iteration blocks 100 ms in poll on nothing.
+void BM_guard_thread_idle_cpu(benchmark::State &state)
+{
+	connections c(int(state.range(0)), true);
+	int g = c.ok ? guard_over(c, 0) : -1;
+	if (g < 0 || sockbuf_guard_start(g, 10'000) != 0) {
+		state.SkipWithError("could not set up the connection or the guard");
+		return;
+	}
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	auto t0 = std::chrono::steady_clock::now();
+	for (auto _ : state) {
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 100);
+	}
+	auto wall = std::chrono::steady_clock::now() - t0;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	struct sockbuf_guard_totals t = {};
+	sockbuf_guard_stats(g, &t);
+	sockbuf_guard_destroy(g);
+	double cpu_ns = double(c1.tv_sec - c0.tv_sec) * 1e9 + double(c1.tv_nsec - c0.tv_nsec);
+	double wall_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count());
+	state.counters["cpu_pct"] = 100.0 * cpu_ns / wall_ns;
+	state.counters["pass_share_pct"] = 100.0 * double(t.total_pass_ns) / wall_ns;
+	state.counters["passes"] = double(t.passes);
+	state.counters["last_source"] = double(t.source);
+}
+
+BENCHMARK_CAPTURE(BM_guard_pass, auto, auto_source, false) -> Arg(10) -> Arg(1000) -> Arg(10000)
+    -> Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_guard_pass, getsockopt, SOCKBUF_GUARD_SRC_GETSOCKOPT, false)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_guard_pass, io_uring, SOCKBUF_GUARD_SRC_URING, false)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_guard_pass, inet_diag, SOCKBUF_GUARD_SRC_DIAG, false)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_guard_pass, getsockopt_rcv_only, SOCKBUF_GUARD_SRC_GETSOCKOPT, true)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_guard_pass, io_uring_rcv_only, SOCKBUF_GUARD_SRC_URING, true)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_diag_dump, both_families, 0)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_diag_dump, ipv4_only, AF_INET)
+    ->Arg(10)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_getsockopt_loop)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_guard_thread_idle_cpu)->Arg(0)->Arg(1)->Iterations(30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_guard_thread_during_transfer)
     ->Arg(0)
     ->Arg(1000)

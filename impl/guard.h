@@ -7,12 +7,13 @@
 #pragma once
 
 #include "diag.h"
+#include "uring.h"
 
 #include <sockbuf/sockbuf.h>
 
 #include <sys/types.h>
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,13 @@ namespace sockbuf::guard
 
 // 0, or -EINVAL for bits outside SOCKBUF_GUARD_*.
 int check_flags(unsigned int flags);
+
+#ifdef SOCKBUF_TEST_SEAM
+// Makes every guard's passes use one size source (SOCKBUF_GUARD_SRC_*)
+// where it is available, falling back as usual where it is not; -1 gives
+// the normal choice back.
+void force_source(int source);
+#endif
 
 class floor_guard
 {
@@ -44,20 +52,29 @@ public:
 private:
 	struct entry {
 		int fd;
-		uint32_t inode;
+		int family;	 // AF_INET or AF_INET6 (SO_DOMAIN)
+		uint32_t inode;	 // fstat: is this fd still the socket added?
+		uint64_t cookie; // SO_COOKIE, the same question for io_uring; 0 unknown
 		struct sockbuf_floor floor;
 	};
 	struct sizes {
-		int64_t snd = -1, rcv = -1; // -1: not seen in the dump
+		int64_t snd = -1, rcv = -1; // -1: not read by the pass's source
+		bool verified = false;	    // the fd was seen to name the socket
+	};
+	// One socket's io_uring reads.
+	struct ring_vals {
+		uint64_t cookie;
+		int snd, rcv;
 	};
 
 	void rebuild_index();
-	bool use_dump();
+	int choose_source() const;
 	void read_sizes_from_dump();
+	bool read_sizes_from_ring(pid_t self);		 // false: no ring, use getsockopt
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
-	void check_one(const entry &e, const sizes &now, bool from_dump,
-		       struct sockbuf_guard_report *p, bool *gone);
-	void run_thread();
+	void check_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p,
+		       bool *gone);
+	void run_thread(unsigned int interval_us);
 	void reserve_at_add(int fd, const struct sockbuf_floor &floor);
 	void count_reservation(const struct sockbuf_report &rep);
 
@@ -67,25 +84,32 @@ private:
 	std::mutex mu_; // everything below, and a pass as a whole
 	std::vector<entry> entries_;
 	std::unordered_map<uint32_t, size_t> by_inode_;
-	std::vector<sizes> now_; // per entry, filled by a pass
+	std::vector<sizes> now_;	   // per entry, filled by a pass
+	std::vector<char> gone_;	   // per entry, filled by a pass
+	std::vector<ring_vals> ring_vals_; // per entry, io_uring passes
+	std::vector<uring::sockopt_read> ring_reads_;
 	diag::session diag_;
 	int diag_err_ = 0;
-	// The last pass's duration by size source (0: getsockopt, 1: dump),
-	// 0 until measured.  A dump's cost is mostly the kernel's walk of its
-	// whole established-socket hash table, whatever the number guarded;
-	// getsockopt's grows with the number guarded: the guard measures both
-	// and uses the cheaper, timing the other again every 64th pass while
-	// it was within 4 times the cost of the chosen one, every 4096th
-	// otherwise (a dump that walks a big table must not be paid often).
-	int64_t source_ns_[2] = {0, 0};
+	uring::sockopt_ring ring_; // made on the first pass that wants it
+	int uring_err_ = 0;
+	// The last pass's CPU time by size source (SOCKBUF_GUARD_SRC_*), 0
+	// until measured.  io_uring and getsockopt cost per socket; a dump's
+	// cost is mostly the kernel's walk of its whole established-socket
+	// hash table, whatever the number guarded.  The guard times io_uring,
+	// then getsockopt, and a dump only once the cheaper of those takes
+	// over dump_try_ns (a dump on a busy host can take tens of ms even for
+	// one socket); then it uses the cheapest, timing each other one again
+	// every 64th pass while it was within 4 times the cost of the chosen
+	// one, every 4096th otherwise.
+	int64_t source_ns_[3] = {0, 0, 0};
 	uint64_t passes_ = 0;
 	struct sockbuf_guard_totals stats_ = {};
 	int timer_fd_ = -1;
 
 	std::mutex run_mu_; // the thread's start/stop
-	std::condition_variable run_cv_;
 	std::thread thread_;
-	bool stopping_ = false;
+	std::atomic<uint32_t> stop_word_{0}; // a futex word: 1 stops the thread
+	static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 	unsigned int interval_us_ = 0;
 };
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace sockbuf::sys
@@ -16,6 +17,14 @@ std::atomic<const hooks *> g_hooks{nullptr};
 void set_hooks(const hooks *h)
 {
 	g_hooks.store(h, std::memory_order_release);
+}
+namespace
+{
+std::atomic<int (*)(unsigned int, void *)> g_uring_setup_hook{nullptr};
+} // namespace
+void set_uring_setup_hook(int (*fn)(unsigned int entries, void *params))
+{
+	g_uring_setup_hook.store(fn, std::memory_order_release);
 }
 #define SOCKBUF_HOOK(member, ...)                                                                  \
 	do {                                                                                       \
@@ -74,6 +83,25 @@ int socket(int domain, int type, int protocol)
 	SOCKBUF_HOOK(socket, domain, type, protocol);
 	int fd = ::socket(domain, type, protocol);
 	return fd >= 0 ? fd : -errno;
+}
+
+int uring_setup(unsigned int entries, void *params)
+{
+#ifdef SOCKBUF_TEST_SEAM
+	if (auto fn = g_uring_setup_hook.load(std::memory_order_acquire)) {
+		int r = fn(entries, params);
+		if (r != pass)
+			return r;
+	}
+#endif
+	long fd = ::syscall(SYS_io_uring_setup, entries, params);
+	return fd >= 0 ? int(fd) : -errno;
+}
+
+int uring_enter(int fd, unsigned int to_submit, unsigned int min_complete, unsigned int flags)
+{
+	long n = ::syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, nullptr, 0);
+	return n >= 0 ? int(n) : -errno;
 }
 
 void close(int fd)

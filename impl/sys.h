@@ -16,6 +16,11 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int socket(int domain, int type, int protocol);
 void close(int fd);
 
+// io_uring_setup(2) (the new fd or -errno) and io_uring_enter(2) (the
+// number submitted or -errno), for the guard's batched reads.
+int uring_setup(unsigned int entries, void *params);
+int uring_enter(int fd, unsigned int to_submit, unsigned int min_complete, unsigned int flags);
+
 // Integer getsockopt/setsockopt, the common case.
 int get_int(int fd, int level, int name, int *out);
 int set_int(int fd, int level, int name, int value);
@@ -30,6 +35,9 @@ struct hooks {
 };
 inline constexpr int pass = 1;
 void set_hooks(const hooks *h); // nullptr removes them
+// Sees every io_uring_setup first, like the hooks above (nullptr removes
+// it): a test makes the ring unavailable with it.
+void set_uring_setup_hook(int (*fn)(unsigned int entries, void *params));
 #endif
 
 } // namespace sockbuf::sys

@@ -513,6 +513,15 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 /* Let a forked child run passes on the sockets it shares with its parent
  * (by default a pass in a child returns -ECHILD: the parent guards them). */
 #define SOCKBUF_GUARD_RUN_IN_CHILD (1u << 3)
+/* Never use io_uring (for a process whose seccomp filter kills rather than
+ * refuses io_uring_setup). */
+#define SOCKBUF_GUARD_NO_URING (1u << 4)
+
+/* Where a pass read the sizes: sockbuf_guard_report.diag and
+ * sockbuf_guard_totals.source. */
+#define SOCKBUF_GUARD_SRC_GETSOCKOPT 0 /* fstat + getsockopt per socket */
+#define SOCKBUF_GUARD_SRC_DIAG 1       /* one inet_diag dump */
+#define SOCKBUF_GUARD_SRC_URING 2      /* batched getsockopt over io_uring */
 
 /**
  * struct sockbuf_guard_report - what one pass found and did.
@@ -523,7 +532,11 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * @removed:     sockets that had closed (or whose fd now names another
  *               socket), dropped from the guard.
  * @worst_depth: the largest floor - size seen in this pass, 0 if none.
- * @diag:        1 the sizes came from one inet_diag dump, 0 from getsockopt.
+ * @diag:        where the sizes came from: SOCKBUF_GUARD_SRC_GETSOCKOPT (0),
+ *               SOCKBUF_GUARD_SRC_DIAG (1, one inet_diag dump) or
+ *               SOCKBUF_GUARD_SRC_URING (2, batched getsockopt over
+ *               io_uring).  The field once held only 0 or 1: test
+ *               "== SOCKBUF_GUARD_SRC_DIAG" for a dump, not "!= 0".
  * @duration_ns: how long the pass took (CLOCK_MONOTONIC).
  */
 struct sockbuf_guard_report {
@@ -548,8 +561,8 @@ struct sockbuf_guard_report {
  * @last_pass_ns:   the last pass.
  * @total_pass_ns:  all passes together: divided by the time the guard has
  *                  run, an upper bound on the share of a core it takes.
- * @diag_err:       0 while passes use inet_diag; otherwise why they use
- *                  getsockopt (-EPROTONOSUPPORT no inet_diag in this kernel,
+ * @diag_err:       0 while passes may use inet_diag; otherwise why they do
+ *                  not (-EPROTONOSUPPORT no inet_diag in this kernel,
  *                  -EACCES, ..., -EPERM for SOCKBUF_GUARD_NO_DIAG).
  * @interval_us:    the background thread's or timer's interval, 0 if none.
  * @reserve_ok:     with SOCKBUF_GUARD_RESERVE_MEM: reservations for a
@@ -559,6 +572,19 @@ struct sockbuf_guard_report {
  *                  listening sockets are never reserved and not counted.
  * @reserve_err:    the reserve_err of the last failure (see struct
  *                  sockbuf_report), 0 if none.
+ * @uring_err:      0 while passes may use io_uring (or none has tried yet);
+ *                  otherwise why they do not: -ENOSYS or -EPERM (no
+ *                  io_uring, kernel.io_uring_disabled, seccomp; -EPERM also
+ *                  for SOCKBUF_GUARD_NO_URING), -EINVAL (no
+ *                  IORING_OP_URING_CMD: before Linux 5.19), -EOPNOTSUPP (no
+ *                  socket commands: before 6.7), -ENOMEM, or the -errno of
+ *                  a ring that failed during a pass.
+ * @source:         the last pass's source, SOCKBUF_GUARD_SRC_* (0 before
+ *                  any pass).
+ *
+ * @reserve_ok, @reserve_failed, @reserve_err, @uring_err and @source were
+ * taken from @reserved: the struct keeps its size, and older callers that
+ * zeroed @reserved read them as 0.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -576,7 +602,9 @@ struct sockbuf_guard_totals {
 	uint32_t reserve_ok;
 	uint32_t reserve_failed;
 	int reserve_err;
-	uint32_t reserved[5];
+	int uring_err;
+	int source;
+	uint32_t reserved[3];
 };
 
 /**
@@ -640,15 +668,25 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * @guard: the guard.
  * @out:   what the pass found and did; may be NULL.
  *
- * Sizes come from one of two sources: one inet_diag dump of this network
- * namespace's TCP sockets (SK_MEMINFO; a socket the dump does not show,
- * closed or in another namespace, is then read with getsockopt), or an
- * fstat and a getsockopt per guarded direction for each socket.  A dump
- * costs mostly the kernel's walk of its whole established-socket table,
- * whatever the number guarded: the guard times both on its first two
- * passes, uses the cheaper, and times the other again every 64th pass
- * (every 4096th when it cost over 4 times as much).
- * @out->diag says which a pass used.  A restore costs what
+ * Sizes come from one of three sources (SOCKBUF_GUARD_SRC_*): batched
+ * getsockopt over io_uring (IORING_OP_URING_CMD, Linux 6.7; per socket
+ * its SO_COOKIE, to know the fd still names the socket added, and each
+ * guarded direction, thousands per io_uring_enter), an fstat and a
+ * getsockopt per guarded direction for each socket, or one inet_diag dump
+ * of this network namespace's TCP sockets (SK_MEMINFO; only the guarded
+ * sockets' address family).  A socket the chosen source could not read
+ * (closed, reused fd, other namespace) is read with getsockopt.  A dump
+ * costs mostly the kernel's walk of its whole socket table, whatever the
+ * number guarded.  The guard times io_uring on its first pass, getsockopt
+ * on the next, a dump only once one of those took over 1 ms of CPU; it
+ * then uses the cheapest and times each other source again every 64th
+ * pass (every 4096th when it cost over 4 times as much).  Sources are
+ * compared by the CPU time of their last pass (CLOCK_THREAD_CPUTIME_ID),
+ * so a pass preempted on a busy host does not mislead the choice.  The io_uring ring is made
+ * on the first pass that wants it, belongs to the guard, and is made
+ * anew in a forked child; if it cannot be made, or fails, passes fall back
+ * for good and sockbuf_guard_totals.uring_err says why.
+ * @out->diag says which source a pass used.  A restore costs what
  * sockbuf_restore_floor() costs.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.
  *

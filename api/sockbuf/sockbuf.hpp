@@ -165,6 +165,7 @@ public:
 		reserve_mem = SOCKBUF_GUARD_RESERVE_MEM,
 		no_diag = SOCKBUF_GUARD_NO_DIAG,
 		run_in_child = SOCKBUF_GUARD_RUN_IN_CHILD,
+		no_uring = SOCKBUF_GUARD_NO_URING,
 	};
 
 	static result<guard> make(flags f = flags::none)

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The floor guard on real sockets: every socket pushed below its floor is
 // found and raised again, unlocked; closed sockets leave by themselves;
-// bad input changes nothing.  Both ways of reading sizes (one inet_diag
-// dump, or getsockopt per socket) run the same checks.
+// bad input changes nothing.  Every way of reading sizes (getsockopt per
+// socket, one inet_diag dump, batched getsockopt over io_uring, and the
+// guard's own choice) runs the same checks; a source this kernel lacks is
+// a reported skip, and its fallback is forced through the seam.
+#include "guard.h"
+#include "sys.h"
 #include "util.h"
 
 #include <sockbuf/sockbuf.h>
@@ -15,8 +19,10 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace sockbuf::test;
@@ -48,8 +54,66 @@ void push_below(int s)
 	ASSERT_LT(sndbuf(s), floor_size);
 }
 
-class Guard : public ::testing::TestWithParam<unsigned int>
+constexpr int auto_source = -1;
+
+// Every guard made while it lives uses one size source (seam); -1: the
+// guard's own choice.
+struct forced_source {
+	explicit forced_source(int src) { sockbuf::guard::force_source(src); }
+	~forced_source() { sockbuf::guard::force_source(auto_source); }
+	forced_source(const forced_source &) = delete;
+	forced_source &operator=(const forced_source &) = delete;
+};
+
+// io_uring_setup refused while it lives, as kernel.io_uring_disabled=2 or
+// a seccomp filter would.
+struct ring_refused {
+	ring_refused()
+	{
+		sockbuf::sys::set_uring_setup_hook([](unsigned int, void *) { return -EPERM; });
+	}
+	~ring_refused() { sockbuf::sys::set_uring_setup_hook(nullptr); }
+	ring_refused(const ring_refused &) = delete;
+	ring_refused &operator=(const ring_refused &) = delete;
+};
+
+// Why this kernel and process give the guard no io_uring source ("" when
+// they do): what a guard forced onto it reports after one pass.
+std::string uring_missing()
 {
+	forced_source force(SOCKBUF_GUARD_SRC_URING);
+	guard_id g(0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {0, 4096};
+	struct sockbuf_guard_report rep;
+	struct sockbuf_guard_totals t;
+	if (g.id < 0 || sockbuf_guard_add(g.id, s, &fl) != 0 ||
+	    sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+		return "the guard itself failed";
+	if (rep.diag == SOCKBUF_GUARD_SRC_URING)
+		return "";
+	return std::string("io_uring socket commands unavailable: ") + strerror(-t.uring_err);
+}
+
+// The source a guard uses on its first pass, by what is forced.
+int first_source(int forced)
+{
+	if (forced != auto_source)
+		return forced;
+	return uring_missing().empty() ? SOCKBUF_GUARD_SRC_URING : SOCKBUF_GUARD_SRC_GETSOCKOPT;
+}
+
+class Guard : public ::testing::TestWithParam<int>
+{
+protected:
+	void SetUp() override
+	{
+		if (GetParam() == SOCKBUF_GUARD_SRC_URING) {
+			std::string why = uring_missing();
+			if (!why.empty())
+				GTEST_SKIP() << why;
+		}
+	}
 };
 
 // Many connected sockets, a random third of them pushed below: one pass
@@ -59,7 +123,8 @@ TEST_P(Guard, OnePassRestoresEverySocketBelowAndNoOther)
 	if (!has_buf_lock())
 		GTEST_SKIP()
 		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
-	guard_id g(GetParam());
+	forced_source force(GetParam());
+	guard_id g(0);
 	ASSERT_GE(g.id, 0);
 	constexpr int n = 60;
 	std::vector<std::unique_ptr<tcp_pair>> pairs;
@@ -91,30 +156,32 @@ TEST_P(Guard, OnePassRestoresEverySocketBelowAndNoOther)
 	EXPECT_EQ(rep.errors, 0);
 	EXPECT_EQ(rep.removed, 0);
 	EXPECT_EQ(rep.worst_depth, floor_size - 2 * 8192);
-	EXPECT_EQ(rep.diag, (GetParam() & SOCKBUF_GUARD_NO_DIAG) ? 0 : 1);
+	EXPECT_EQ(rep.diag, first_source(GetParam()));
 	for (int i = 0; i < n; i++) {
 		int s = pairs[size_t(i)]->client;
 		EXPECT_GE(sndbuf(s), floor_size) << "socket " << i << " left below its floor";
 		EXPECT_EQ(buflock(s), 0) << "socket " << i << " left locked";
 	}
-	// Nothing is below now: a second pass changes nothing.  With inet_diag
-	// it measures the other size source (getsockopt) to compare costs.
+	// Nothing is below now: a second pass changes nothing.  Left to
+	// itself the guard times getsockopt next, to compare costs.
 	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
 	EXPECT_EQ(rep.below, 0);
 	EXPECT_EQ(rep.restored, 0);
-	EXPECT_EQ(rep.diag, 0);
+	EXPECT_EQ(rep.diag, GetParam() == auto_source ? SOCKBUF_GUARD_SRC_GETSOCKOPT : GetParam());
 
 	struct sockbuf_guard_totals t;
 	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
 	EXPECT_EQ(t.passes, 2u);
 	EXPECT_EQ(t.restored, uint64_t(expect));
 	EXPECT_EQ(t.sockets, n);
-	EXPECT_EQ(t.diag_err == 0, !(GetParam() & SOCKBUF_GUARD_NO_DIAG));
+	EXPECT_EQ(t.source, rep.diag);
+	EXPECT_EQ(t.diag_err, 0);
 }
 
 TEST_P(Guard, ClosedSocketsLeaveByThemselves)
 {
-	guard_id g(GetParam());
+	forced_source force(GetParam());
+	guard_id g(0);
 	ASSERT_GE(g.id, 0);
 	struct sockbuf_floor fl = {0, 65536};
 	int a = tcp(), b = tcp();
@@ -128,6 +195,7 @@ TEST_P(Guard, ClosedSocketsLeaveByThemselves)
 	struct sockbuf_guard_report rep;
 	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
 	EXPECT_EQ(rep.removed, 2);
+	EXPECT_EQ(rep.diag, first_source(GetParam()));
 	struct sockbuf_guard_totals t;
 	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
 	EXPECT_EQ(t.sockets, 1);
@@ -135,10 +203,97 @@ TEST_P(Guard, ClosedSocketsLeaveByThemselves)
 	EXPECT_EQ(sockbuf_guard_remove(g.id, keep), -ENOENT);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sources, Guard, ::testing::Values(0u, SOCKBUF_GUARD_NO_DIAG),
-			 [](const ::testing::TestParamInfo<unsigned int> &i) {
-				 return i.param ? "getsockopt" : "inet_diag";
+INSTANTIATE_TEST_SUITE_P(Sources, Guard,
+			 ::testing::Values(auto_source, SOCKBUF_GUARD_SRC_GETSOCKOPT,
+					   SOCKBUF_GUARD_SRC_DIAG, SOCKBUF_GUARD_SRC_URING),
+			 [](const ::testing::TestParamInfo<int> &i) -> std::string {
+				 switch (i.param) {
+				 case SOCKBUF_GUARD_SRC_GETSOCKOPT:
+					 return "getsockopt";
+				 case SOCKBUF_GUARD_SRC_DIAG:
+					 return "inet_diag";
+				 case SOCKBUF_GUARD_SRC_URING:
+					 return "io_uring";
+				 default:
+					 return "auto";
+				 }
 			 });
+
+// io_uring refused (io_uring_disabled, seccomp): a guard forced onto it
+// reads every socket with getsockopt instead, restores the same, and says
+// why; so does one told not to use io_uring.
+TEST(GuardUring, RefusedRingFallsBackToGetsockoptAndSaysWhy)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP()
+		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
+	for (bool by_flag : {false, true}) {
+		SCOPED_TRACE(by_flag ? "SOCKBUF_GUARD_NO_URING" : "io_uring_setup refused");
+		ring_refused refuse;
+		forced_source force(SOCKBUF_GUARD_SRC_URING);
+		guard_id g(by_flag ? SOCKBUF_GUARD_NO_URING : 0);
+		ASSERT_GE(g.id, 0);
+		fd s(tcp());
+		ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+		struct sockbuf_floor fl = {floor_size, 0};
+		ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+		push_below(s);
+		struct sockbuf_guard_report rep;
+		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_GETSOCKOPT);
+		EXPECT_EQ(rep.restored, 1);
+		EXPECT_GE(sndbuf(s), floor_size);
+		struct sockbuf_guard_totals t;
+		ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+		EXPECT_EQ(t.uring_err, -EPERM);
+		EXPECT_EQ(t.source, SOCKBUF_GUARD_SRC_GETSOCKOPT);
+		// It stays on getsockopt: the ring is not asked for again.
+		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_GETSOCKOPT);
+	}
+}
+
+// A forked child that runs passes makes its own ring: it restores its
+// shared socket through io_uring, and the parent's ring still works after.
+TEST(GuardUring, ForkedChildMakesItsOwnRing)
+{
+	std::string why = uring_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP()
+		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
+	forced_source force(SOCKBUF_GUARD_SRC_URING);
+	guard_id g(SOCKBUF_GUARD_RUN_IN_CHILD);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the parent's ring exists
+	ASSERT_EQ(rep.diag, SOCKBUF_GUARD_SRC_URING);
+	push_below(s);
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct sockbuf_guard_report r;
+		int ret = sockbuf_guard_pass(g.id, &r);
+		_exit(ret == 0 && r.diag == SOCKBUF_GUARD_SRC_URING && r.restored == 1 ? 0 : 1);
+	}
+	int status = 0;
+	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's pass did not restore through io_uring";
+	EXPECT_GE(sndbuf(s), floor_size);
+	push_below(s);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_URING);
+	EXPECT_EQ(rep.restored, 1);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.uring_err, 0);
+}
 
 TEST(GuardInput, BadInputIsRefusedAndChangesNothing)
 {

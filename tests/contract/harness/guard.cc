@@ -58,7 +58,10 @@ void floor_guard::note(const struct sockbuf_guard_report &rep)
 		    "t={:.1f}ms pass: {} below the floor (deepest {} bytes), {} restored, {} "
 		    "failed, {} via {}",
 		    double(now_ns() - t0_ns_) / 1e6, rep.below, rep.worst_depth, rep.restored,
-		    rep.errors, rep.sockets, rep.diag ? "inet_diag" : "getsockopt"));
+		    rep.errors, rep.sockets,
+		    rep.diag == SOCKBUF_GUARD_SRC_DIAG	  ? "inet_diag"
+		    : rep.diag == SOCKBUF_GUARD_SRC_URING ? "io_uring"
+							  : "getsockopt"));
 }
 
 // The suite drives passes itself, on its observer thread at the profile's

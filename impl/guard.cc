@@ -2,6 +2,7 @@
 #include "guard.h"
 
 #include "buffer.h"
+#include "floor_registry.h"
 #include "probe.h"
 #include "validate.h"
 
@@ -61,6 +62,8 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 floor_guard::~floor_guard()
 {
 	stop();
+	for (const entry &e : entries_)
+		registry::withdraw(e.inode, registry::by_guard);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_);
 }
@@ -97,6 +100,7 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 		return -ENOMEM;
 	}
 	stats_.sockets = int(entries_.size());
+	registry::publish(inode, floor.snd, floor.rcv, registry::by_guard);
 	return 0;
 }
 
@@ -106,6 +110,7 @@ int floor_guard::remove(int fd)
 	for (size_t i = 0; i < entries_.size(); i++) {
 		if (entries_[i].fd != fd)
 			continue;
+		registry::withdraw(entries_[i].inode, registry::by_guard);
 		entries_.erase(entries_.begin() + long(i));
 		rebuild_index();
 		stats_.sockets = int(entries_.size());
@@ -237,6 +242,9 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 		gone[i] = g;
 	}
 	p.sockets = int(entries_.size());
+	for (size_t i = 0; i < entries_.size(); i++)
+		if (gone[i])
+			registry::withdraw(entries_[i].inode, registry::by_guard);
 	size_t kept = 0;
 	for (size_t i = 0; i < entries_.size(); i++)
 		if (!gone[i])

@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <map>
 #include <netinet/in.h>
@@ -506,4 +507,63 @@ TEST(ShowFloor, WatchArguments)
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show --all --watch 100 2>&1", &out), 2);
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --watch 100 --json 2>&1", &out), 2);
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --watch 2>&1", &out), 2);
+}
+
+TEST(ShowFloor, FloorsSetThroughTheShimAreShown)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	GTEST_SKIP() << "sanitizer build: the shim cannot be preloaded into python3";
+#endif
+	if (system("command -v python3 >/dev/null 2>&1") != 0)
+		GTEST_SKIP() << "no python3 to run under the shim";
+	// A listener sized the classic way (SO_RCVBUF, SO_SNDBUF before
+	// listen()): the shim turns both into initial sizes with floors.
+	const char *script = "import socket,sys\n"
+			     "l=socket.socket()\n"
+			     "l.setsockopt(socket.SOL_SOCKET,socket.SO_RCVBUF,65536)\n"
+			     "l.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,65536)\n"
+			     "l.bind(('127.0.0.1',0)); l.listen(1)\n"
+			     "print(l.fileno(),flush=True)\n"
+			     "sys.stdin.readline()\n";
+	int to_child[2], from_child[2];
+	ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);
+	ASSERT_EQ(pipe2(from_child, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(to_child[0], 0);
+		dup2(from_child[1], 1);
+		execl(SOCKBUF_TOOL, "sockbuf", "run", "--policy", "initial", "--", "python3", "-c",
+		      script, static_cast<char *>(nullptr));
+		_exit(127);
+	}
+	close(to_child[0]);
+	close(from_child[1]);
+	FILE *in = fdopen(from_child[0], "r");
+	int lfd = -1;
+	ASSERT_EQ(std::fscanf(in, "%d", &lfd), 1);
+	std::string out;
+	EXPECT_EQ(run_status(std::string(SOCKBUF_TOOL " show --json ") + std::to_string(pid), &out),
+		  0)
+	    << out;
+	ASSERT_EQ(write(to_child[1], "\n", 1), 1);
+	close(to_child[1]);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	std::fclose(in);
+	auto j = nlohmann::json::parse(out, nullptr, false);
+	ASSERT_FALSE(j.is_discarded()) << out;
+	bool found = false;
+	for (const auto &s : j["sockets"]) {
+		if (s["fd"].get<int>() != lfd)
+			continue;
+		found = true;
+		ASSERT_TRUE(s.contains("floor")) << s.dump();
+		EXPECT_EQ(s["floor"]["by"], "shim");
+		EXPECT_EQ(s["floor"]["rcv"].get<int>(), 131072) << s.dump();
+		EXPECT_EQ(s["floor"]["snd"].get<int>(), 131072) << s.dump();
+		EXPECT_EQ(s["below_floor"]["rcv"].get<int>(), 0);
+	}
+	EXPECT_TRUE(found) << out;
+	EXPECT_EQ(j["summary"]["with_floor"], 1) << out;
 }

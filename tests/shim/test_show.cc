@@ -365,6 +365,11 @@ int drop(floor_child *c)
 	return now;
 }
 
+int exit_status(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 int run_status(const std::string &cmd, std::string *out)
 {
 	FILE *p = popen(cmd.c_str(), "r");
@@ -374,9 +379,41 @@ int run_status(const std::string &cmd, std::string *out)
 	size_t n;
 	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
 		out->append(buf, n);
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return exit_status(pclose(p));
 }
+
+// A `show --watch` run: its output up to the first sample's count line at
+// construction, the rest and the exit status from finish().
+struct watch_run {
+	FILE *p;
+	std::string out;
+	explicit watch_run(const std::string &cmd) : p(popen(cmd.c_str(), "r"))
+	{
+		char line[512];
+		while (p && out.find(" below\n") == std::string::npos &&
+		       std::fgets(line, sizeof(line), p))
+			out += line;
+	}
+	int finish()
+	{
+		if (!p)
+			return -1;
+		char buf[4096];
+		size_t n;
+		while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+			out.append(buf, n);
+		int st = pclose(p);
+		p = nullptr;
+		return exit_status(st);
+	}
+	~watch_run()
+	{
+		if (p)
+			pclose(p);
+	}
+	watch_run(const watch_run &) = delete;
+	watch_run &operator=(const watch_run &) = delete;
+};
 
 } // namespace
 
@@ -440,33 +477,24 @@ TEST(ShowFloor, WatchReportsTheDropAndHowLongItLasts)
 	ASSERT_NO_FATAL_FAILURE(start_child(&c));
 	if (IsSkipped())
 		return;
-	const std::string cmd =
-	    std::string(SOCKBUF_TOOL " show ") + std::to_string(c.pid) + " --watch 200 --count 3";
-	FILE *p = popen(cmd.c_str(), "r");
-	ASSERT_NE(p, nullptr);
-	// The first sample's summary line; the drop comes after it.
-	char line[512];
-	std::string out;
-	while (std::fgets(line, sizeof(line), p)) {
-		out += line;
-		if (out.find(" below\n") != std::string::npos)
-			break;
-	}
-	EXPECT_NE(out.find("3 with a floor, 0 below"), std::string::npos) << out;
-	const int now = drop(&c);
+	watch_run w(std::string(SOCKBUF_TOOL " show ") + std::to_string(c.pid) +
+		    " --watch 200 --count 3");
+	EXPECT_NE(w.out.find("3 with a floor, 0 below"), std::string::npos) << w.out;
+	const int now = drop(&c); // after the first sample, well before the second
 	ASSERT_GT(now, 0);
-	size_t n;
-	while ((n = std::fread(line, 1, sizeof(line), p)) > 0)
-		out.append(line, n);
-	int st = pclose(p);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3) << out;
+	EXPECT_EQ(w.finish(), 3) << w.out;
 	const std::string expect = "DROP fd " + std::to_string(c.fd_a) + " snd " +
 				   std::to_string(now) + " under floor " + std::to_string(c.floor) +
 				   " by " + std::to_string(c.floor - now);
-	EXPECT_NE(out.find(expect), std::string::npos) << out;
-	EXPECT_EQ(out.find("DROP fd " + std::to_string(c.fd_b)), std::string::npos) << out;
-	EXPECT_NE(out.find("1 below"), std::string::npos) << out;
-	EXPECT_NE(out.find(" ms"), std::string::npos) << out;
+	EXPECT_NE(w.out.find(expect), std::string::npos) << w.out;
+	EXPECT_EQ(w.out.find("DROP fd " + std::to_string(c.fd_b)), std::string::npos) << w.out;
+	EXPECT_EQ(w.out.find("DROP fd " + std::to_string(c.fd_acc)), std::string::npos) << w.out;
+	EXPECT_NE(w.out.find("snd BELOW by " + std::to_string(c.floor - now) + " (new)"),
+		  std::string::npos)
+	    << w.out;
+	EXPECT_NE(w.out.find("snd BELOW by " + std::to_string(c.floor - now) + " for "),
+		  std::string::npos)
+	    << "the third sample says how long: " << w.out;
 }
 
 TEST(ShowFloor, WatchStopsWhenTheProcessExits)
@@ -475,27 +503,14 @@ TEST(ShowFloor, WatchStopsWhenTheProcessExits)
 	ASSERT_NO_FATAL_FAILURE(start_child(&c));
 	if (IsSkipped())
 		return;
-	const std::string cmd =
-	    std::string(SOCKBUF_TOOL " show ") + std::to_string(c.pid) + " --watch 100 --count 100";
-	FILE *p = popen(cmd.c_str(), "r");
-	ASSERT_NE(p, nullptr);
-	char line[512];
-	std::string out;
-	while (std::fgets(line, sizeof(line), p)) {
-		out += line;
-		if (out.find(" below\n") != std::string::npos)
-			break;
-	}
+	watch_run w(std::string(SOCKBUF_TOOL " show ") + std::to_string(c.pid) +
+		    " --watch 100 --count 100");
 	close(c.cmd); // the child leaves
 	c.cmd = -1;
 	waitpid(c.pid, nullptr, 0);
 	c.pid = -1;
-	size_t n;
-	while ((n = std::fread(line, 1, sizeof(line), p)) > 0)
-		out.append(line, n);
-	int st = pclose(p);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
-	EXPECT_NE(out.find("exited"), std::string::npos) << out;
+	EXPECT_EQ(w.finish(), 0) << w.out;
+	EXPECT_NE(w.out.find("exited"), std::string::npos) << w.out;
 }
 
 TEST(ShowFloor, WatchArguments)

@@ -3,6 +3,7 @@
 
 #include "buffer.h"
 #include "exec.h"
+#include "floor_registry.h"
 #include "probe.h"
 #include "sys.h"
 #include "validate.h"
@@ -93,6 +94,8 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 floor_guard::~floor_guard()
 {
 	stop();
+	for (const entry &e : entries_)
+		registry::withdraw(e.inode, registry::by_guard);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_);
 }
@@ -139,6 +142,7 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	stats_.sockets = int(entries_.size());
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
+	registry::publish(inode, floor.snd, floor.rcv, registry::by_guard);
 	return 0;
 }
 
@@ -177,6 +181,7 @@ int floor_guard::remove(int fd)
 	for (size_t i = 0; i < entries_.size(); i++) {
 		if (entries_[i].fd != fd)
 			continue;
+		registry::withdraw(entries_[i].inode, registry::by_guard);
 		entries_.erase(entries_.begin() + long(i));
 		rebuild_index();
 		stats_.sockets = int(entries_.size());
@@ -397,6 +402,9 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 		gone_[i] = g;
 	}
 	p.sockets = int(entries_.size());
+	for (size_t i = 0; i < entries_.size(); i++)
+		if (gone_[i])
+			registry::withdraw(entries_[i].inode, registry::by_guard);
 	size_t kept = 0;
 	for (size_t i = 0; i < entries_.size(); i++)
 		if (!gone_[i])

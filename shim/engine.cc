@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include "fdtable.h"
+#include "floor_registry.h"
 #include "log.h"
 #include "real.h"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -23,6 +25,25 @@ namespace
 
 engine_state g_state;
 std::atomic<bool> g_active{false};
+
+// The socket inode each fd's floors were last published under, so that a
+// closed socket's floors leave the registry when its fd number is reused.
+std::atomic<uint64_t> g_published[fd_table_size];
+
+// Publishes @e's floors for `sockbuf show` (impl/floor_registry.h); both
+// 0 withdraws them.
+void publish_floors(int fd, const fd_state *e)
+{
+	struct stat st;
+	if (fd < 0 || fd >= fd_table_size || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return;
+	const uint64_t inode = uint64_t(st.st_ino);
+	const uint64_t old = g_published[fd].exchange(inode, std::memory_order_relaxed);
+	if (old && old != inode)
+		registry::withdraw(old, registry::by_shim);
+	registry::publish(inode, e->floor[dir_snd].load(std::memory_order_relaxed),
+			  e->floor[dir_rcv].load(std::memory_order_relaxed), registry::by_shim);
+}
 
 // Keeps the program's errno across the shim's own calls.
 class errno_keeper
@@ -143,6 +164,7 @@ int apply_initial(int fd, fd_state *e, dir d, int size, bool force, const char *
 	if (ret == 0 && e) {
 		const struct sockbuf_dir_report &r = d == dir_snd ? rep.snd : rep.rcv;
 		e->floor[d].store(r.floor, std::memory_order_relaxed);
+		publish_floors(fd, e);
 		if (r.locked == 0)
 			e->flags.fetch_or(flag_initial(d), std::memory_order_relaxed);
 	}
@@ -158,6 +180,7 @@ void apply_lock(int fd, fd_state *e, dir d, int size, bool force, const char *wh
 	log_result(fd, what, d, size, &rep, ret);
 	if (e) {
 		e->floor[d].store(0, std::memory_order_relaxed);
+		publish_floors(fd, e);
 		e->flags.fetch_and(uint8_t(~flag_initial(d)), std::memory_order_relaxed);
 	}
 }
@@ -212,6 +235,7 @@ void reconcile(int fd, fd_state *e, role r, uint16_t port)
 				real::setsockopt(fd, SOL_SOCKET, option_for(d, force), &asked,
 						 sizeof(asked));
 				e->floor[d].store(0, std::memory_order_relaxed);
+				publish_floors(fd, e);
 				e->flags.fetch_and(uint8_t(~flag_initial(d)),
 						   std::memory_order_relaxed);
 				if (log::enabled())
@@ -339,6 +363,7 @@ int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 					fd_claim(e, cookie);
 					const auto &dr = d == dir_snd ? rep.snd : rep.rcv;
 					e->floor[d].store(dr.floor, std::memory_order_relaxed);
+					publish_floors(fd, e);
 				}
 			}
 		}
@@ -372,6 +397,7 @@ int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			    std::memory_order_relaxed);
 			if (!converted)
 				e->floor[d].store(0, std::memory_order_relaxed);
+			publish_floors(fd, e);
 		}
 	}
 	return ret;

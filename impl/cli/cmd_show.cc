@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
 // sockbuf show PID|--all [--json]: a process's TCP sockets, their buffers
-// and lock bits as the kernel sees them, and what is wrong with them.
+// and lock bits as the kernel sees them, the floors the process published,
+// and what is wrong with them.  sockbuf show PID --watch MS: the buffers
+// that fall below their floors, sampled every MS milliseconds.
 #include "commands.h"
 
 #include "show_collect.h"
 #include "show_diagnose.h"
+#include "show_watch.h"
 #include "text_wrap.h"
+
+#include "floor_registry.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -25,13 +30,37 @@ using show::shown_socket;
 
 int show_usage(std::FILE *to, int status)
 {
-	fmt::print(to, "usage: sockbuf show PID|--all [--json]\n"
-		       "\n"
-		       "Every TCP socket of process PID (or of every process in this network\n"
-		       "namespace): state, addresses, sk_sndbuf/sk_rcvbuf, lock bits (read from\n"
-		       "a pidfd_getfd duplicate; needs ptrace access), memory in use, RTT,\n"
-		       "window scales, and a diagnosis.  KB = 1024 bytes.\n");
+	fmt::print(to,
+		   "usage: sockbuf show PID|--all [--json]\n"
+		   "       sockbuf show PID --watch MS [--count N]\n"
+		   "\n"
+		   "Every TCP socket of process PID (or of every process in this network\n"
+		   "namespace): state, addresses, sk_sndbuf/sk_rcvbuf, lock bits (read from\n"
+		   "a pidfd_getfd duplicate; needs ptrace access), memory in use, RTT,\n"
+		   "window scales, the floors the process published (floor guard, shim),\n"
+		   "and a diagnosis.  KB = 1024 bytes.\n"
+		   "\n"
+		   "--watch MS  sample every MS milliseconds ({}..{}) and report buffers\n"
+		   "            that drop below their floor, until PID exits\n"
+		   "--count N   stop after N samples\n"
+		   "\n"
+		   "Exit status: 0, 1 error, 2 usage, 3 some buffer below its floor.\n",
+		   show::watch_min_ms, show::watch_max_ms);
 	return status;
+}
+
+struct summary {
+	int with_floor = 0, below = 0;
+};
+
+summary summarize(const collection &c)
+{
+	summary sum;
+	for (const auto &s : c.sockets) {
+		sum.with_floor += s.floor_snd > 0 || s.floor_rcv > 0;
+		sum.below += show::below_floor(s);
+	}
+	return sum;
 }
 
 nlohmann::ordered_json lock_json(const shown_socket &s)
@@ -72,6 +101,13 @@ nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits
 				 {"snd_cwnd", si.snd_cwnd},
 				 {"bytes_acked", si.bytes_acked},
 				 {"bytes_received", si.bytes_received}};
+	if (s.floor_snd > 0 || s.floor_rcv > 0) {
+		j["floor"] = {{"snd", s.floor_snd},
+			      {"rcv", s.floor_rcv},
+			      {"by", show::floor_by_text(s.floor_by)}};
+		j["below_floor"] = {{"snd", show::floor_depth(s, SOCKBUF_SND)},
+				    {"rcv", show::floor_depth(s, SOCKBUF_RCV)}};
+	}
 	j["problem"] = d.problem;
 	j["diagnosis"] = d.lines;
 	return j;
@@ -90,6 +126,10 @@ void print_json(const collection &c, int pid)
 	j["sockets"] = nlohmann::ordered_json::array();
 	for (const auto &s : c.sockets)
 		j["sockets"].push_back(socket_json(s, c.limits));
+	const summary sum = summarize(c);
+	j["summary"] = {{"sockets", c.sockets.size()},
+			{"with_floor", sum.with_floor},
+			{"below_floor", sum.below}};
 	fmt::print("{}\n", j.dump(2));
 }
 
@@ -132,9 +172,19 @@ void print_text(const collection &c)
 		if (si.has_tcp_info && si.state != TCP_LISTEN)
 			fmt::print("  rtt {:.3f} ms  wscale snd {} rcv {}\n", si.rtt_us / 1000.0,
 				   si.snd_wscale, si.rcv_wscale);
+		if (s.floor_snd > 0 || s.floor_rcv > 0)
+			fmt::print("  floor snd {} rcv {} (by the {})\n", s.floor_snd, s.floor_rcv,
+				   show::floor_by_text(s.floor_by));
+		for (int dir : {SOCKBUF_SND, SOCKBUF_RCV})
+			if (int depth = show::floor_depth(s, dir))
+				fmt::print("  BELOW FLOOR: {} by {}\n",
+					   dir == SOCKBUF_SND ? "snd" : "rcv", depth);
 		for (const auto &line : show::diagnose(s, c.limits).lines)
 			fmt::print("{}", text::wrap(line, "  - ", "    "));
 	}
+	const summary sum = summarize(c);
+	fmt::print("\n{} sockets, {} with a floor, {} below their floor\n", c.sockets.size(),
+		   sum.with_floor, sum.below);
 }
 
 } // namespace
@@ -143,10 +193,23 @@ int cmd_show(int argc, char **argv)
 {
 	bool json = false, all = false;
 	int pid = 0;
+	long watch_ms = 0, count = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		char *end = nullptr;
-		if (!std::strcmp(a, "--json"))
+		if (!std::strcmp(a, "--watch") || !std::strcmp(a, "--count")) {
+			long *to = a[2] == 'w' ? &watch_ms : &count;
+			const long lo = a[2] == 'w' ? show::watch_min_ms : 1;
+			const long hi = a[2] == 'w' ? show::watch_max_ms : 1'000'000'000;
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			*to = std::strtol(v, &end, 10);
+			if (!*v || *end || *to < lo || *to > hi) {
+				fmt::print(stderr,
+					   "sockbuf show: {} takes a number from {} to {}\n", a, lo,
+					   hi);
+				return 2;
+			}
+		} else if (!std::strcmp(a, "--json"))
 			json = true;
 		else if (!std::strcmp(a, "--all"))
 			all = true;
@@ -157,8 +220,12 @@ int cmd_show(int argc, char **argv)
 		else
 			return show_usage(stderr, 2);
 	}
-	if (all == (pid > 0))
+	if (all == (pid > 0) || (watch_ms && (all || json)) || (count && !watch_ms))
 		return show_usage(stderr, 2);
+	// Tables left by processes that are gone (_exit, a fatal signal).
+	registry::clean_stale(registry::default_dir);
+	if (watch_ms)
+		return show::watch(pid, int(watch_ms), count);
 	collection c;
 	std::string why;
 	int ret = all ? show::collect_all(&c, &why) : show::collect_pid(pid, &c, &why);
@@ -170,7 +237,7 @@ int cmd_show(int argc, char **argv)
 		print_json(c, pid);
 	else
 		print_text(c);
-	return 0;
+	return summarize(c).below > 0 ? 3 : 0;
 }
 
 } // namespace sockbuf::cli

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "show_collect.h"
 
+#include "floor_registry.h"
 #include "sysctl.h"
 
 #include <sockbuf/sockbuf.h>
@@ -130,6 +131,37 @@ void add_socket(collection *out, const diag::socket_info &si, int pid, int fd, i
 	out->sockets.push_back(std::move(s));
 }
 
+// The floors @pid published, on its sockets in @out; a note when its
+// table is there but unusable.
+void attach_floors(collection *out, int pid)
+{
+	registry::table t;
+	std::string why;
+	int ret = registry::read_pid(pid, &t, &why);
+	if (ret == -ENOENT || ret == -ESRCH)
+		return; // nothing published (or gone meanwhile)
+	if (ret < 0) {
+		out->notes.push_back(fmt::format(
+		    "process {}: floors unknown, its floor table is unusable: {}", pid, why));
+		return;
+	}
+	if (t.dropped)
+		out->notes.push_back(fmt::format("process {}: {} floors did not fit its floor "
+						 "table and are not shown",
+						 pid, t.dropped));
+	std::unordered_map<uint64_t, const registry::entry *> by_inode;
+	for (const auto &e : t.entries)
+		by_inode.emplace(e.inode, &e);
+	for (auto &s : out->sockets) {
+		auto it = by_inode.find(s.info.inode);
+		if (s.pid != pid || it == by_inode.end())
+			continue;
+		s.floor_snd = it->second->snd;
+		s.floor_rcv = it->second->rcv;
+		s.floor_by = it->second->who;
+	}
+}
+
 int dump_tcp(std::vector<diag::socket_info> *all, std::string *why)
 {
 	int ret = diag::dump(all, {});
@@ -171,6 +203,7 @@ int collect_pid(int pid, collection *out, std::string *why)
 	for (const auto &si : all)
 		if (auto it = fds.find(si.inode); it != fds.end() && si.inode != 0)
 			add_socket(out, si, pid, it->second, pidfd.get(), pidfd_err);
+	attach_floors(out, pid);
 	std::sort(out->sockets.begin(), out->sockets.end(),
 		  [](const shown_socket &a, const shown_socket &b) { return a.fd < b.fd; });
 	return 0;
@@ -204,9 +237,11 @@ int collect_all(collection *out, std::string *why)
 			add_socket(out, si, o.pid, o.fd, pidfd, p->second < 0 ? -p->second : 0);
 		}
 	}
-	for (const auto &[pid, fd] : pidfds)
+	for (const auto &[pid, fd] : pidfds) {
+		attach_floors(out, pid);
 		if (fd >= 0)
 			close(fd);
+	}
 	std::sort(out->sockets.begin(), out->sockets.end(), [](const auto &a, const auto &b) {
 		return a.pid != b.pid ? a.pid < b.pid : a.fd < b.fd;
 	});

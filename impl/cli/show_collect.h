@@ -26,6 +26,9 @@ struct shown_socket {
 	diag::socket_info info;
 	int lock = -1;	       // SOCKBUF_SND/SOCKBUF_RCV bits, -1 unknown
 	std::string lock_note; // why the lock is unknown
+	// The floors the process published (impl/floor_registry.h), 0: none.
+	int floor_snd = 0, floor_rcv = 0;
+	uint32_t floor_by = 0; // registry::source bits
 };
 
 struct collection {
@@ -34,8 +37,8 @@ struct collection {
 	std::vector<std::string> notes; // things the reader should know
 };
 
-// Every TCP socket of @pid.  Enters @pid's network namespace when it is
-// not ours (needs CAP_SYS_ADMIN).  0 or -errno, with a reason in @why.
+// Every TCP socket of @pid, with the floors it published.  Enters @pid's network namespace when it
+// is not ours (needs CAP_SYS_ADMIN).  0 or -errno, with a reason in @why.
 int collect_pid(int pid, collection *out, std::string *why);
 
 // Every TCP socket in this network namespace that some process holds.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "show_diagnose.h"
 
+#include "floor_registry.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
@@ -70,6 +72,21 @@ std::string could_reach(const char *sysctl, int cap)
 
 } // namespace
 
+int floor_depth(const shown_socket &s, int d)
+{
+	const int floor = d == SOCKBUF_SND ? s.floor_snd : s.floor_rcv;
+	const int64_t size = d == SOCKBUF_SND ? s.info.sndbuf : s.info.rcvbuf;
+	if (floor <= 0 || size < 0 || size >= floor)
+		return 0;
+	return int(floor - size);
+}
+
+std::string floor_by_text(uint32_t who)
+{
+	const bool guard = who & registry::by_guard, shim = who & registry::by_shim;
+	return guard && shim ? "guard+shim" : guard ? "guard" : shim ? "shim" : "unknown";
+}
+
 std::string human_size(double bytes)
 {
 	return human(bytes, "");
@@ -84,6 +101,18 @@ diagnosis diagnose(const shown_socket &s, const net_limits &limits)
 {
 	diagnosis d;
 	const diag::socket_info &si = s.info;
+
+	for (int dir : {SOCKBUF_SND, SOCKBUF_RCV}) {
+		const int depth = floor_depth(s, dir);
+		if (depth == 0)
+			continue;
+		d.problem = true;
+		d.lines.push_back(fmt::format(
+		    "{} buffer {} bytes is {} bytes below its floor of {} bytes (set by the {})",
+		    dir == SOCKBUF_SND ? "send" : "receive",
+		    dir == SOCKBUF_SND ? si.sndbuf : si.rcvbuf, depth,
+		    dir == SOCKBUF_SND ? s.floor_snd : s.floor_rcv, floor_by_text(s.floor_by)));
+	}
 
 	if (s.lock > 0 && (s.lock & SOCKBUF_RCV) && si.rcvbuf > 0) {
 		d.problem = true;

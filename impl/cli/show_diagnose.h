@@ -6,6 +6,8 @@
 
 #include "show_collect.h"
 
+#include <sockbuf/sockbuf.h>
+
 #include <string>
 #include <vector>
 
@@ -22,6 +24,17 @@ struct diagnosis {
 };
 
 diagnosis diagnose(const shown_socket &s, const net_limits &limits);
+
+// How far the buffer in direction @d (SOCKBUF_SND or SOCKBUF_RCV) is
+// under the floor its process published: floor - size (bytes, the
+// getsockopt unit) when below, else 0.
+int floor_depth(const shown_socket &s, int d);
+inline bool below_floor(const shown_socket &s)
+{
+	return floor_depth(s, SOCKBUF_SND) > 0 || floor_depth(s, SOCKBUF_RCV) > 0;
+}
+// Who set the floor: "guard", "shim" or "guard+shim".
+std::string floor_by_text(uint32_t who);
 
 // "256 KB", "32 MB", "4608 bytes" (KB = 1024 bytes).
 std::string human_size(double bytes);

@@ -86,9 +86,10 @@ class Namespaces:
 
 
 def show(sockbuf, pid):
-    """`sockbuf show --json PID`, or None when the process is gone."""
+    """`sockbuf show --json PID`, or None when the process is gone (exit 3
+    says a socket is below its floor: still a listing)."""
     r = run(sockbuf, "show", "--json", str(pid), check_rc=False)
-    if r.returncode != 0:
+    if r.returncode not in (0, 3):
         return None
     return json.loads(r.stdout)
 

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+#include "floor_registry.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <new>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace sockbuf::registry
+{
+
+namespace
+{
+
+// ---- Async-signal-safe helpers (no malloc, no stdio) ----
+
+// Appends the decimal @v at @p; returns the new end.
+char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = char('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+char *put_str(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
+// Fills @buf (at least 128 bytes) with the file's path.
+void make_path(char *buf, const char *dir, int pid, uint64_t start)
+{
+	char *p = put_str(buf, dir);
+	*p++ = '/';
+	p = put_str(p, file_prefix);
+	p = put_u64(p, uint64_t(pid));
+	*p++ = '.';
+	p = put_u64(p, start);
+	*p = '\0';
+}
+
+// Field 22 of /proc/<pid>/stat ("self" when @pid is 0), 0 on failure.
+uint64_t start_time_of(int pid)
+{
+	char path[64];
+	char *p = put_str(path, "/proc/");
+	if (pid > 0)
+		p = put_u64(p, uint64_t(pid));
+	else
+		p = put_str(p, "self");
+	put_str(p, "/stat")[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	// The command name may hold spaces and ')': fields start after the last ')'.
+	char *q = nullptr;
+	for (char *c = buf; *c; c++)
+		if (*c == ')')
+			q = c;
+	if (!q)
+		return 0;
+	q++;
+	// Field 3 (state) is the first after ')': skip 19 to reach field 22.
+	for (int i = 0; i < 19; i++) {
+		while (*q == ' ')
+			q++;
+		while (*q && *q != ' ')
+			q++;
+		if (!*q)
+			return 0;
+	}
+	while (*q == ' ')
+		q++;
+	uint64_t v = 0;
+	bool any = false;
+	for (; *q >= '0' && *q <= '9'; q++, any = true)
+		v = v * 10 + uint64_t(*q - '0');
+	return any ? v : 0;
+}
+
+// ---- Writer state ----
+
+// 0 unknown, 1 on, -1 off.
+std::atomic<int> g_enabled{0};
+// 0 idle, else the pid of the process whose thread is opening the file (a
+// child forked meanwhile sees its parent's pid there and takes over).
+std::atomic<pid_t> g_opening{0};
+// The process that owns g_base; another pid (a forked child) must not use it.
+std::atomic<pid_t> g_owner{0};
+std::atomic<file_header *> g_base{nullptr};
+char g_path[160];
+// A private page that a fork() child sees zeroed (MADV_WIPEONFORK, Linux
+// 4.14): a 1 there says g_base is this process's, without a getpid()
+// system call per write.  nullptr where the kernel lacks it: getpid().
+std::atomic<std::atomic<int> *> g_mine{nullptr};
+
+bool enabled()
+{
+	int e = g_enabled.load(std::memory_order_relaxed);
+	if (e == 0) {
+		const char *v = getenv("SOCKBUF_FLOOR_REGISTRY");
+		e = (v && v[0] == '0' && v[1] == '\0') ? -1 : 1;
+		g_enabled.store(e, std::memory_order_relaxed);
+	}
+	return e > 0;
+}
+
+file_slot *slots(file_header *h)
+{
+	return reinterpret_cast<file_slot *>(reinterpret_cast<char *>(h) + sizeof(file_header));
+}
+
+uint32_t home(uint64_t inode)
+{
+	return uint32_t((inode * 0x9E3779B97F4A7C15ull) >> 32) % slot_count;
+}
+
+// Creates this process's file; 0 or -errno.  Called by one thread at a time.
+int create(pid_t self)
+{
+	uint64_t start = start_time_of(0);
+	if (start == 0)
+		return -ENOENT;
+	make_path(g_path, default_dir, int(self), start);
+	const int oflags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(g_path, oflags, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		// Same pid and start time: this process before an exec().  Take
+		// it over only if it is a plain file of ours.
+		struct stat st;
+		if (lstat(g_path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			return -EEXIST;
+		unlink(g_path);
+		fd = open(g_path, oflags, 0600);
+	}
+	if (fd < 0)
+		return -errno;
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, off_t(file_size)) == 0)
+		m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int err = m == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (err) {
+		unlink(g_path);
+		return err;
+	}
+	madvise(m, file_size, MADV_DONTFORK);
+	void *page =
+	    mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) != 0) {
+		munmap(page, 4096);
+		page = MAP_FAILED;
+	}
+	auto *mine = page == MAP_FAILED ? nullptr : new (page) std::atomic<int>(1);
+	auto *h = static_cast<file_header *>(m);
+	h->version = file_version;
+	h->header_size = sizeof(file_header);
+	h->slot_size = sizeof(file_slot);
+	h->nslots = slot_count;
+	h->pid = int32_t(self);
+	h->start_time = start;
+	// The magic last: a reader never takes a half-made header for a table.
+	std::atomic_thread_fence(std::memory_order_release);
+	std::memcpy(h->magic, file_magic, sizeof(file_magic));
+	g_base.store(h, std::memory_order_release);
+	g_owner.store(self, std::memory_order_release);
+	g_mine.store(mine, std::memory_order_release);
+	return 0;
+}
+
+// This process's table, made on first use when @make; nullptr if none.
+file_header *own_table(bool make, int *err)
+{
+	file_header *h = g_base.load(std::memory_order_acquire);
+	std::atomic<int> *mine = g_mine.load(std::memory_order_acquire);
+	if (h && mine && mine->load(std::memory_order_relaxed) == 1)
+		return h; // the fast path: no system call
+	const pid_t self = getpid();
+	if (h && !mine && g_owner.load(std::memory_order_acquire) == self)
+		return h;
+	if (!make)
+		return nullptr;
+	// Bounded: a signal handler that interrupted the opener must not spin.
+	for (int i = 0; i < 1000; i++) {
+		pid_t idle = 0;
+		bool won = g_opening.compare_exchange_strong(idle, self, std::memory_order_acquire);
+		if (!won && idle != self)
+			won = g_opening.compare_exchange_strong(idle, self,
+								std::memory_order_acquire);
+		if (won) {
+			h = g_base.load(std::memory_order_acquire);
+			if (!h || g_owner.load(std::memory_order_acquire) != self) {
+				// A forked child: the parent's mapping was not
+				// inherited (MADV_DONTFORK): forget it.  The
+				// wiped page stays mapped (a page, once).
+				g_base.store(nullptr, std::memory_order_release);
+				g_mine.store(nullptr, std::memory_order_release);
+				*err = create(self);
+			}
+			g_opening.store(0, std::memory_order_release);
+			return g_base.load(std::memory_order_acquire);
+		}
+		sched_yield();
+	}
+	*err = -EAGAIN;
+	return nullptr;
+}
+
+file_slot *find(file_header *h, uint64_t inode, source who)
+{
+	file_slot *s = slots(h);
+	const uint32_t limit = std::min(h->max_probe.load(std::memory_order_acquire), slot_count);
+	for (uint32_t i = 0, at = home(inode); i <= limit; i++, at = (at + 1) % slot_count)
+		if (s[at].taken.load(std::memory_order_acquire) &&
+		    s[at].inode.load(std::memory_order_relaxed) == inode &&
+		    s[at].who.load(std::memory_order_relaxed) == uint32_t(who))
+			return &s[at];
+	return nullptr;
+}
+
+void write_slot(file_slot *s, uint64_t inode, int snd, int rcv, source who)
+{
+	uint32_t seq = s->seq.load(std::memory_order_relaxed);
+	s->seq.store(seq + 1, std::memory_order_relaxed);
+	std::atomic_thread_fence(std::memory_order_release);
+	s->inode.store(inode, std::memory_order_relaxed);
+	s->who.store(uint32_t(who), std::memory_order_relaxed);
+	s->snd.store(snd, std::memory_order_relaxed);
+	s->rcv.store(rcv, std::memory_order_relaxed);
+	s->seq.store(seq + 2, std::memory_order_release);
+}
+
+// Removes the own file at exit (and at dlclose of the library).
+__attribute__((destructor)) void remove_at_exit()
+{
+	close_own();
+}
+
+} // namespace
+
+int publish(uint64_t inode, int snd, int rcv, source who)
+{
+	if (inode == 0 || snd < 0 || rcv < 0 || (who != by_guard && who != by_shim))
+		return -EINVAL;
+	if (snd == 0 && rcv == 0) {
+		withdraw(inode, who);
+		return 0;
+	}
+	if (!enabled())
+		return -ECANCELED;
+	int err = 0;
+	file_header *h = own_table(true, &err);
+	if (!h)
+		return err;
+	if (file_slot *s = find(h, inode, who)) {
+		write_slot(s, inode, snd, rcv, who);
+		return 0;
+	}
+	file_slot *s = slots(h);
+	for (uint32_t i = 0, at = home(inode); i < slot_count; i++, at = (at + 1) % slot_count) {
+		uint32_t free_ = 0;
+		if (!s[at].taken.compare_exchange_strong(free_, 1, std::memory_order_acquire))
+			continue;
+		write_slot(&s[at], inode, snd, rcv, who);
+		uint32_t seen = h->max_probe.load(std::memory_order_relaxed);
+		while (seen < i &&
+		       !h->max_probe.compare_exchange_weak(seen, i, std::memory_order_release))
+			;
+		return 0;
+	}
+	h->dropped.fetch_add(1, std::memory_order_relaxed);
+	return -ENOSPC;
+}
+
+void withdraw(uint64_t inode, source who)
+{
+	int err = 0;
+	file_header *h = own_table(false, &err);
+	if (!h || inode == 0)
+		return;
+	if (file_slot *s = find(h, inode, who)) {
+		write_slot(s, 0, 0, 0, who);
+		s->taken.store(0, std::memory_order_release);
+	}
+}
+
+void close_own()
+{
+	int err = 0;
+	file_header *h = own_table(false, &err);
+	// No new file after this, and the mapping stays: another thread may
+	// still be writing into it while the process exits.
+	g_enabled.store(-1, std::memory_order_relaxed);
+	if (h)
+		unlink(g_path);
+}
+
+// ---- Readers ----
+
+uint64_t process_start_time(int pid)
+{
+	return pid > 0 ? start_time_of(pid) : 0;
+}
+
+std::string file_path(const std::string &dir, int pid, uint64_t start_time)
+{
+	char name[96];
+	char *p = put_str(name, file_prefix);
+	p = put_u64(p, uint64_t(pid));
+	*p++ = '.';
+	put_u64(p, start_time)[0] = '\0';
+	return dir + "/" + name;
+}
+
+namespace
+{
+
+int fail(std::string *why, int err, const std::string &text)
+{
+	if (why)
+		*why = text;
+	return err;
+}
+
+// One whole copy of the file, through read(): a file shrunk under us
+// gives a short read, never a SIGBUS.
+bool read_all(int fd, std::vector<char> *buf)
+{
+	size_t got = 0;
+	while (got < buf->size()) {
+		ssize_t n = pread(fd, buf->data() + got, buf->size() - got, off_t(got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		got += size_t(n);
+	}
+	return true;
+}
+
+struct plain_slot {
+	uint32_t seq, taken;
+	uint64_t inode;
+	uint32_t who;
+	int32_t snd, rcv;
+};
+
+plain_slot slot_at(const std::vector<char> &buf, size_t i)
+{
+	const char *p = buf.data() + sizeof(file_header) + i * sizeof(file_slot);
+	plain_slot s;
+	std::memcpy(&s.seq, p + offsetof(file_slot, seq), 4);
+	std::memcpy(&s.taken, p + offsetof(file_slot, taken), 4);
+	std::memcpy(&s.inode, p + offsetof(file_slot, inode), 8);
+	std::memcpy(&s.who, p + offsetof(file_slot, who), 4);
+	std::memcpy(&s.snd, p + offsetof(file_slot, snd), 4);
+	std::memcpy(&s.rcv, p + offsetof(file_slot, rcv), 4);
+	return s;
+}
+
+bool same(const plain_slot &a, const plain_slot &b)
+{
+	return a.seq == b.seq && a.taken == b.taken && a.inode == b.inode && a.who == b.who &&
+	       a.snd == b.snd && a.rcv == b.rcv;
+}
+
+// Whether process @pid maps the file with inode @ino (an exec() drops the
+// mapping).  Unreadable maps: assumed mapped (pid and start time matched).
+bool still_mapped(int pid, ino_t ino)
+{
+	std::string maps = "/proc/" + std::to_string(pid) + "/maps";
+	FILE *f = std::fopen(maps.c_str(), "re");
+	if (!f)
+		return true;
+	char line[512];
+	bool found = false;
+	while (!found && std::fgets(line, sizeof(line), f)) {
+		unsigned long long inode = 0;
+		char path[256] = "";
+		if (std::sscanf(line, "%*s %*s %*s %*s %llu %255s", &inode, path) == 2 &&
+		    inode == ino && std::strstr(path, file_prefix))
+			found = true;
+	}
+	std::fclose(f);
+	return found;
+}
+
+} // namespace
+
+int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
+	      std::string *why)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int err = errno;
+		return fail(why, -err, path + ": " + std::strerror(err));
+	}
+	struct stat st;
+	int ret = fstat(fd, &st);
+	std::vector<char> a, b;
+	if (ret == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077) &&
+	    size_t(st.st_size) == file_size) {
+		a.resize(file_size);
+		b.resize(file_size);
+		if (!read_all(fd, &a) || !read_all(fd, &b))
+			a.clear();
+	}
+	close(fd);
+	if (ret != 0)
+		return fail(why, -EIO, path + ": fstat failed");
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+		return fail(why, -EPERM,
+			    path + ": not a regular file of the process's user with mode 0600");
+	if (size_t(st.st_size) != file_size || a.empty())
+		return fail(why, -EBADMSG,
+			    path + ": size " + std::to_string(st.st_size) + ", expected " +
+				std::to_string(file_size));
+	file_header h;
+	std::memcpy(static_cast<void *>(&h), a.data(), sizeof(h));
+	if (std::memcmp(h.magic, file_magic, sizeof(file_magic)) != 0)
+		return fail(why, -EBADMSG, path + ": not a sockbuf floor table (magic)");
+	if (h.version != file_version || h.header_size != sizeof(file_header) ||
+	    h.slot_size != sizeof(file_slot) || h.nslots != slot_count)
+		return fail(why, -EPROTO,
+			    path + ": table version " + std::to_string(h.version) +
+				" or layout not understood");
+	if (h.pid != pid || h.start_time != start_time)
+		return fail(why, -ESTALE, path + ": written by another process");
+	std::unordered_map<uint64_t, size_t> by_inode;
+	table t;
+	t.dropped = h.dropped.load(std::memory_order_relaxed);
+	for (size_t i = 0; i < slot_count; i++) {
+		plain_slot s = slot_at(a, i);
+		// Seqlock over two copies: only a slot no writer touched between
+		// them, and not mid-write, counts.
+		if (!s.taken || !s.inode || (s.seq & 1) || !same(s, slot_at(b, i)))
+			continue;
+		if ((s.who != by_guard && s.who != by_shim) || s.snd < 0 || s.rcv < 0)
+			continue;
+		auto [it, fresh] = by_inode.emplace(s.inode, t.entries.size());
+		if (fresh) {
+			t.entries.push_back({s.inode, s.snd, s.rcv, s.who});
+			continue;
+		}
+		entry &e = t.entries[it->second];
+		e.snd = std::max(e.snd, int(s.snd));
+		e.rcv = std::max(e.rcv, int(s.rcv));
+		e.who |= s.who;
+	}
+	*out = std::move(t);
+	return 0;
+}
+
+int read_pid(int pid, table *out, std::string *why)
+{
+	uint64_t start = process_start_time(pid);
+	struct stat proc;
+	std::string proc_dir = "/proc/" + std::to_string(pid);
+	if (start == 0 || stat(proc_dir.c_str(), &proc) != 0)
+		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
+	std::string path = file_path(default_dir, pid, start);
+	int ret = read_file(path, pid, start, proc.st_uid, out, why);
+	if (ret < 0)
+		return ret;
+	struct stat st;
+	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino)) {
+		*out = table{};
+		return fail(why, -ESTALE, path + ": left by an earlier program of this process");
+	}
+	return 0;
+}
+
+int clean_stale(const std::string &dir)
+{
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return 0;
+	const size_t plen = std::strlen(file_prefix);
+	int removed = 0;
+	while (dirent *e = readdir(d)) {
+		if (std::strncmp(e->d_name, file_prefix, plen) != 0)
+			continue;
+		unsigned long pid = 0;
+		unsigned long long start = 0;
+		int used = 0;
+		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
+		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
+			continue;
+		if (process_start_time(int(pid)) == start)
+			continue; // alive
+		std::string path = dir + "/" + e->d_name;
+		struct stat st;
+		if (lstat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid()))
+			continue;
+		if (unlink(path.c_str()) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
+} // namespace sockbuf::registry

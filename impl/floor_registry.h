@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// The floor registry: a process with guarded (sockbuf_guard_add) or
+// shimmed sockets publishes each socket's floors in a file of its own, so
+// that `sockbuf show`, looking from outside, can tell which sockets are
+// under their floor.
+//
+// The file is /dev/shm/sockbuf-floors.PID.START (START: the process's start
+// time in clock ticks, field 22 of /proc/PID/stat, so that a reused pid is
+// never misread), mode 0600, a header and fixed-size slots.  Writers use
+// only system calls and atomics (no malloc, no lock): safe from a signal
+// handler.  A forked child never writes into its parent's table (the
+// mapping is not inherited, MADV_DONTFORK; the child makes its own file on
+// its first write).  The file is removed at exit (not after _exit() or a
+// fatal signal: readers ignore and clean such stale files).
+//
+// Publication is on unless the environment has SOCKBUF_FLOOR_REGISTRY=0
+// (read once, at the first write).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sockbuf::registry
+{
+
+// Who published a floor (bits, so that a reader can merge both).
+enum source : uint32_t {
+	by_guard = 1,
+	by_shim = 2,
+};
+
+// The file's layout, version 1.  All fields native-endian.
+inline constexpr char file_magic[8] = {'S', 'B', 'F', 'L', 'O', 'O', 'R', '1'};
+inline constexpr uint32_t file_version = 1;
+inline constexpr uint32_t slot_count = 8192;
+inline constexpr const char *default_dir = "/dev/shm";
+inline constexpr const char *file_prefix = "sockbuf-floors.";
+
+struct file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size; // sizeof(file_header)
+	uint32_t slot_size;   // sizeof(file_slot)
+	uint32_t nslots;
+	int32_t pid;
+	uint32_t reserved0;
+	uint64_t start_time;		 // clock ticks after boot, /proc/PID/stat field 22
+	std::atomic<uint32_t> max_probe; // longest probe a slot was placed at
+	std::atomic<uint32_t> dropped;	 // publications that found no free slot
+	uint8_t reserved1[16];
+};
+static_assert(sizeof(file_header) == 64);
+
+// A seqlock per slot: odd seq while a writer changes it.
+struct file_slot {
+	std::atomic<uint32_t> seq;
+	std::atomic<uint32_t> taken; // 1: claimed by a writer
+	std::atomic<uint64_t> inode; // 0: empty
+	std::atomic<uint32_t> who;   // enum source
+	std::atomic<int32_t> snd;    // floor, kernel unit (0: none)
+	std::atomic<int32_t> rcv;
+	uint32_t reserved;
+};
+static_assert(sizeof(file_slot) == 32);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+inline constexpr size_t file_size = sizeof(file_header) + size_t(slot_count) * sizeof(file_slot);
+
+// Writers (async-signal-safe).  publish() records or updates the floors of
+// the socket with @inode for @who; both floors 0 withdraws.  0, or -errno
+// (-ENOSPC: table full, counted in the header; -ECANCELED: publication
+// off).  withdraw() forgets it; unknown inodes are fine.
+int publish(uint64_t inode, int snd, int rcv, source who);
+void withdraw(uint64_t inode, source who);
+// Removes this process's file and ends publication (done at exit).
+void close_own();
+
+// Readers.  Nothing in the file is trusted.
+struct entry {
+	uint64_t inode = 0;
+	int snd = 0, rcv = 0; // the larger where both publishers set one
+	uint32_t who = 0;     // enum source bits
+};
+
+struct table {
+	std::vector<entry> entries;
+	uint32_t dropped = 0;
+};
+
+// The start time of @pid (clock ticks), or 0 when unreadable.
+uint64_t process_start_time(int pid);
+
+// "/dev/shm/sockbuf-floors.PID.START".
+std::string file_path(const std::string &dir, int pid, uint64_t start_time);
+
+// Reads and checks the table at @path, which must belong to the process
+// @pid started at @start_time and be owned by @uid with no group or other
+// access.  0, or -errno with a reason in @why (-ENOENT: no table).
+int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
+	      std::string *why);
+
+// The live table of process @pid: the file named for its pid and start
+// time, owned by its user, and still mapped by it (an exec()ed process
+// drops the mapping: its table is stale).
+int read_pid(int pid, table *out, std::string *why);
+
+// Removes files in @dir whose process is gone or whose start time does
+// not match (only files owned by the caller, unless root).  Returns the
+// number removed.
+int clean_stale(const std::string &dir);
+
+} // namespace sockbuf::registry

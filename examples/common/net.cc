@@ -56,6 +56,30 @@ std::string clamp_text(uint32_t clamps)
 	return std::string(" clamps=") + names;
 }
 
+// The raw baseline: what a program does without the library.  Half the
+// size (the kernel doubles it), FORCE variants with @force, then the lock
+// bits cleared.
+std::string apply_raw(int fd, int size, bool force)
+{
+	const int half = size / 2;
+	const int opts[2] = {force ? SO_SNDBUFFORCE : SO_SNDBUF,
+			     force ? SO_RCVBUFFORCE : SO_RCVBUF};
+	for (int opt : opts)
+		if (setsockopt(fd, SOL_SOCKET, opt, &half, sizeof(half)) < 0)
+			fail("setsockopt(SO_*BUF)", errno);
+	const int unlock = 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &unlock, sizeof(unlock)) < 0)
+		fail("setsockopt(SO_BUF_LOCK)", errno);
+	int snd = 0, rcv = 0;
+	socklen_t len = sizeof(snd);
+	getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len);
+	len = sizeof(rcv);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+	return std::string("bufs=raw requested ") + std::to_string(size) + " snd " +
+	       std::to_string(snd) + " rcv " + std::to_string(rcv) +
+	       (force ? " (SO_*BUFFORCE, SO_BUF_LOCK 0)" : " (SO_*BUF, SO_BUF_LOCK 0)");
+}
+
 } // namespace
 
 std::string apply_bufs(int fd, bufs_mode mode, int size, bool force)
@@ -66,6 +90,8 @@ std::string apply_bufs(int fd, bufs_mode mode, int size, bool force)
 	switch (mode) {
 	case bufs_mode::kernel_default:
 		return "bufs=default (kernel sizes, autotuning on)";
+	case bufs_mode::raw:
+		return apply_raw(fd, size, force);
 	case bufs_mode::initial:
 		ret = sockbuf_set_initial_bufsize(fd, size, size, flags, &rep);
 		break;

@@ -31,7 +31,7 @@ const char usage[] =
     "usage: rpc-client --connect=ADDR:PORT [--op=write|read] [--size=SIZE]\n"
     "                  [--slots=N] [--bytes=SIZE] [--seconds=S] [--fragment=SIZE]\n"
     "                  [--marker=separate|combined] [--cork]\n"
-    "                  [--bufs=default|initial|lock] [--bufsize=SIZE] [--force]\n"
+    "                  [--bufs=default|initial|lock|raw] [--bufsize=SIZE] [--force]\n"
     "                  [--trace=FILE] [--json]\n"
     "  --op        write: payload in the call; read: payload in the reply\n"
     "  --size      payload per call, 8K..1M (default 64K)\n"
@@ -40,7 +40,7 @@ const char usage[] =
     "  --seconds   stop after this long (default 10)\n"
     "  --fragment  split each record into fragments of this size (default: one)\n"
     "  --bufs      how the client socket is sized (default: default)\n"
-    "  --bufsize   size for --bufs=initial|lock (default 128K), up to 1G:\n"
+    "  --bufsize   size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
     "              past net.core.[wr]mem_max only with --force\n"
     "  --force     SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n"
     "  --json      print the result as one JSON object\n";

@@ -31,7 +31,7 @@
 namespace
 {
 
-const char usage[] = "usage: rpc-server [--listen=ADDR:PORT] [--bufs=default|initial|lock]\n"
+const char usage[] = "usage: rpc-server [--listen=ADDR:PORT] [--bufs=default|initial|lock|raw]\n"
 		     "                  [--requests=N] [--max-msg=SIZE] [--threads=N]\n"
 		     "                  [--marker=separate|combined] [--cork] [--max-clients=N]\n"
 		     "                  [--bufsize=SIZE] [--force] [--seconds=S] [--trace=FILE]\n"

@@ -26,18 +26,19 @@
 namespace
 {
 
-const char usage[] = "usage: rr-client --connect=ADDR:PORT [--threads=N] [--size=SIZE]\n"
-		     "                 [--depth=N] [--bytes=SIZE] [--seconds=S]\n"
-		     "                 [--bufs=default|initial|lock] [--bufsize=SIZE] [--force]\n"
-		     "                 [--trace=FILE] [--json]\n"
-		     "  --threads   connections, one sender and one receiver each (default 16)\n"
-		     "  --size      request and reply size (default 100K)\n"
-		     "  --depth     requests in flight per connection (default 1)\n"
-		     "  --bytes     stop after this many request bytes in total (default 1G)\n"
-		     "  --seconds   stop after this long (default 10)\n"
-		     "  --bufsize   size for --bufs=initial|lock (default 128K), up to 1G:\n"
-		     "              past net.core.[wr]mem_max only with --force\n"
-		     "  --force     SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n";
+const char usage[] =
+    "usage: rr-client --connect=ADDR:PORT [--threads=N] [--size=SIZE]\n"
+    "                 [--depth=N] [--bytes=SIZE] [--seconds=S]\n"
+    "                 [--bufs=default|initial|lock|raw] [--bufsize=SIZE] [--force]\n"
+    "                 [--trace=FILE] [--json]\n"
+    "  --threads   connections, one sender and one receiver each (default 16)\n"
+    "  --size      request and reply size (default 100K)\n"
+    "  --depth     requests in flight per connection (default 1)\n"
+    "  --bytes     stop after this many request bytes in total (default 1G)\n"
+    "  --seconds   stop after this long (default 10)\n"
+    "  --bufsize   size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
+    "              past net.core.[wr]mem_max only with --force\n"
+    "  --force     SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n";
 
 struct shared {
 	examples::pattern pat{rr::max_message};

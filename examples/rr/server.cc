@@ -25,10 +25,10 @@
 namespace
 {
 
-const char usage[] = "usage: rr-server [--listen=ADDR:PORT] [--bufs=default|initial|lock]\n"
+const char usage[] = "usage: rr-server [--listen=ADDR:PORT] [--bufs=default|initial|lock|raw]\n"
 		     "                 [--bufsize=SIZE] [--max-clients=N] [--seconds=S]\n"
 		     "                 [--force] [--trace=FILE]\n"
-		     "  --bufsize      size for --bufs=initial|lock (default 128K), up to 1G:\n"
+		     "  --bufsize      size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
 		     "                 past net.core.[wr]mem_max only with --force\n"
 		     "  --force        SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n"
 		     "  --max-clients  exit after this many connections ended (0: never)\n"

@@ -57,19 +57,28 @@ std::string clamp_text(uint32_t clamps)
 }
 
 // The raw baseline: what a program does without the library.  Half the
-// size (the kernel doubles it), FORCE variants with @force, then the lock
-// bits cleared.
+// size (the kernel doubles it), FORCE variants with @force (the plain ones
+// when EPERM says CAP_NET_ADMIN is missing), then the lock bits cleared.
 std::string apply_raw(int fd, int size, bool force)
 {
 	const int half = size / 2;
-	const int opts[2] = {force ? SO_SNDBUFFORCE : SO_SNDBUF,
-			     force ? SO_RCVBUFFORCE : SO_RCVBUF};
-	for (int opt : opts)
-		if (setsockopt(fd, SOL_SOCKET, opt, &half, sizeof(half)) < 0)
+	const int plain[2] = {SO_SNDBUF, SO_RCVBUF};
+	const int forced[2] = {SO_SNDBUFFORCE, SO_RCVBUFFORCE};
+	bool denied = false;
+	for (int i = 0; i < 2; i++) {
+		int ret = -1;
+		if (force && !denied) {
+			ret = setsockopt(fd, SOL_SOCKET, forced[i], &half, sizeof(half));
+			denied = ret < 0 && errno == EPERM; // no CAP_NET_ADMIN
+		}
+		if (ret < 0 && (!force || denied))
+			ret = setsockopt(fd, SOL_SOCKET, plain[i], &half, sizeof(half));
+		if (ret < 0)
 			fail("setsockopt(SO_*BUF)", errno);
+	}
 	const int unlock = 0;
 	if (setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &unlock, sizeof(unlock)) < 0)
-		fail("setsockopt(SO_BUF_LOCK)", errno);
+		fail("setsockopt(SO_BUF_LOCK) (Linux 5.15)", errno);
 	int snd = 0, rcv = 0;
 	socklen_t len = sizeof(snd);
 	getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len);
@@ -77,7 +86,8 @@ std::string apply_raw(int fd, int size, bool force)
 	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
 	return std::string("bufs=raw requested ") + std::to_string(size) + " snd " +
 	       std::to_string(snd) + " rcv " + std::to_string(rcv) +
-	       (force ? " (SO_*BUFFORCE, SO_BUF_LOCK 0)" : " (SO_*BUF, SO_BUF_LOCK 0)");
+	       (force && !denied ? " (SO_*BUFFORCE, SO_BUF_LOCK 0)" : " (SO_*BUF, SO_BUF_LOCK 0)") +
+	       (denied ? " force-denied" : "");
 }
 
 } // namespace

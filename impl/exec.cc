@@ -138,6 +138,22 @@ int hold_grown(op &o, int plan[2])
 	return 0;
 }
 
+// A size set with SO_*BUFFORCE and then unlocked is usually above
+// net.core.[wr]mem_max and often above tcp_[wr]mem[2]: report what the
+// kernel holds once the lock bit is clear, not what it held before.
+int reread_forced(op &o)
+{
+	for (int i = 0; i < 2; i++) {
+		struct sockbuf_dir_report &d = o.dir(i);
+		if (d.strategy != SOCKBUF_STRAT_FORCE_UNLOCK || d.locked != 0)
+			continue;
+		int ret = buffer::get_size(o.fd, i, &d.effective);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 // After a failure part-way: read back what the socket now holds.
 void read_back(op &o)
 {
@@ -220,6 +236,8 @@ int run(op &o, mode m)
 			ret = apply_one(o, i, plan[i], &unlock_bits);
 	if (ret == 0 && unlock_bits)
 		ret = strategy::clear_locks(o, unlock_bits);
+	if (ret == 0 && unlock_bits)
+		ret = reread_forced(o);
 	if (ret == 0 && clamp_watch)
 		ret = window_clamp::undo(o, clamp_before);
 	if (ret < 0) {

@@ -224,9 +224,12 @@ enum sockbuf_clamp {
 	SOCKBUF_CLAMP_SOCK_MIN = 1 << 1,
 	/* Odd request: the kernel stores even sizes; rounded down by 1. */
 	SOCKBUF_CLAMP_ODD = 1 << 2,
-	/* Above net.ipv4.tcp_[wr]mem[2]: the most autotuning grows to.  An
-	 * unlocked send buffer may be cut back to it (tcp_sndbuf_expand);
-	 * receive autotuning only ever raises. */
+	/* Unlocked and above net.ipv4.tcp_[wr]mem[2], the most autotuning
+	 * grows to (SO_*BUFFORCE, or *mem_max above it, gets there).  Receive
+	 * autotuning only raises: the size stays.  Send: it stays until the
+	 * congestion window asks for more than the buffer holds, then
+	 * tcp_sndbuf_expand() sets it to tcp_wmem[2]: guard the floor with
+	 * force, or raise tcp_wmem[2] in a network namespace of its own. */
 	SOCKBUF_CLAMP_TCP_MEM_MAX = 1 << 3,
 	/* SO_RCVLOWAT capped at tcp_rmem[2] / 2. */
 	SOCKBUF_CLAMP_RCVLOWAT_CAP = 1 << 4,
@@ -343,7 +346,9 @@ struct sockbuf_floor {
 /* No way to keep autotuning on: leave the kernel's size alone. */
 #define SOCKBUF_F_FALLBACK_DEFAULT (1u << 1)
 /* Use SO_*BUFFORCE to pass net.core.[wr]mem_max when CAP_NET_ADMIN is
- * effective.  Without the capability the clamped size stands, reported. */
+ * effective; set_initial then clears the lock and reads the size back.
+ * Without the capability the clamped size stands, reported
+ * (SOCKBUF_CLAMP_MEM_MAX, SOCKBUF_R_FORCE_DENIED). */
 #define SOCKBUF_F_ALLOW_FORCE (1u << 2)
 /* Also reserve memory with SO_RESERVE_MEM where the kernel allows: 2 x the
  * send floor + the receive floor + 64 KiB, the amount that keeps send-side

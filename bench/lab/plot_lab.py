@@ -27,6 +27,9 @@ STYLE = {  # (bufs, size_label) -> colour, line style, label
     ("lock", "old"): ("tab:red", "-", "lock, old size"),
     ("initial", "large"): ("tab:green", "--", "initial, large size"),
     ("lock", "large"): ("tab:red", "--", "lock, large size"),
+    ("raw", "old"): ("tab:olive", ":", "raw SO_*BUF + SO_BUF_LOCK 0, old size"),
+    ("initial-force", "2bdp"): ("tab:purple", "-", "initial-force, 2 x BDP"),
+    ("lock", "2bdp"): ("tab:brown", "-.", "lock, 2 x BDP"),
 }
 
 
@@ -225,7 +228,9 @@ def main():
           f"Runs with errors (left out): {len(errors)}.", "",
           "## rpc throughput, MB/s (median (min-max, n))", "", sweep_table(c, "rpc"), "",
           "## rr throughput, MB/s of payload both ways (median (min-max, n))", "",
-          sweep_table(c, "rr"), "", seeds(c)]
+          sweep_table(c, "rr"), "",
+          "## rr p99 latency, us (median (min-max, n))", "", sweep_table(c, "rr", "p99"), "",
+          seeds(c)]
     with open(os.path.join(args.results, "lab_summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))

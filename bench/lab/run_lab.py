@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The sockbuf performance lab: one command, CSV and plots out.
 
-    sudo bench/lab/run_lab.py --bin build-perf/bin [--runs 5] [--rtts 0,10,50,120]
+    sudo bench/lab/run_lab.py --bin build-perf/bin [--runs 5] [--rtts 0,10,50,120,250]
 
 Two network namespaces joined by a veth pair (netns.sh); RTT from the
 NFQUEUE receive-side delay line (sockbuf-delayline, half the RTT on the
@@ -12,6 +12,16 @@ configurations alternate (A B C ... A B C ...) and machine noise hits them
 alike.  tcp_metrics are flushed in both namespaces before every run.
 Writes docs/results/perf/lab.csv, buffer traces, lab_meta.json, and then
 runs plot_lab.py for the plots and the summary tables.
+
+Configurations per transport and RTT: default (kernel sizes); initial and
+lock at the old size and at the large size; raw (the initial-size recipe
+by hand: SO_SNDBUF/SO_RCVBUF, then SO_BUF_LOCK 0, no library) at the old
+size; and at 2 x BDP (--bdp-rate x RTT, at least 1 MiB), past
+net.core.[wr]mem_max and tcp_[wr]mem[2] at long RTTs: initial-force
+(set_initial with SOCKBUF_F_ALLOW_FORCE, autotuning kept on) and lock
+(forced too).
+At 2 x BDP both ends are sized (for rpc the client too: on writes it is
+the sender).
 """
 import argparse
 import csv
@@ -26,9 +36,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PREFIX = "sbb-lab"
+PREFIX = "sbb-lab"  # --prefix and --net change these (two labs side by side)
+NET = "198.18.30"
 NS_A, NS_B = f"{PREFIX}-a", f"{PREFIX}-b"
-SERVER_ADDR = "198.18.30.1"
+SERVER_ADDR = f"{NET}.1"
 SOURCE = "nfqueue-receive-delay (this host, veth)"
 
 # Buffer sizes in the library's unit (what getsockopt reads back).
@@ -41,6 +52,16 @@ SIZES = {
     "rr": {"old": 128 * 1024, "large": 4 * 1024 * 1024},
 }
 RUN_SECONDS = {"rpc": 3, "rr": 3}
+# 2 x BDP sizes: a link rate (MB/s) times the RTT, twice, rounded up to
+# 64 KiB, at least 1 MiB, at most SOCKBUF_SIZE_MAX.
+BDP_MIN = 1 << 20
+SOCKBUF_SIZE_MAX = 0x7FFFFFFF // 2
+
+
+def two_bdp(rtt_ms, rate_mbps):
+    size = int(2 * rate_mbps * 1e6 * rtt_ms / 1000)
+    size = max(BDP_MIN, (size + 65535) // 65536 * 65536)
+    return min(size, SOCKBUF_SIZE_MAX & ~1)
 
 FIELDS = ["timestamp", "source", "experiment", "rtt_ms", "transport", "bufs",
           "size_label", "bufsize", "variant", "run", "MBps", "ops_per_s",
@@ -64,7 +85,7 @@ class lab:
 
     def up(self):
         sh(os.path.join(HERE, "netns.sh"), "down", PREFIX, check=False)
-        sh(os.path.join(HERE, "netns.sh"), "up", PREFIX)
+        sh(os.path.join(HERE, "netns.sh"), "up", PREFIX, NET)
 
     def down(self):
         self.stop_delay()
@@ -104,12 +125,22 @@ class lab:
         self.flush_metrics()
         self.port += 1
         t = cfg["transport"]
+        # "initial-force" is set_initial with SOCKBUF_F_ALLOW_FORCE; lock at
+        # 2 x BDP forces too (SOCKBUF_STRAT_FORCE_LOCK), else *mem_max cuts it.
+        force = cfg["bufs"] == "initial-force" or cfg["size_label"] == "2bdp"
+        bufs = "initial" if cfg["bufs"] == "initial-force" else cfg["bufs"]
+        sizing = [f"--bufs={bufs}"] + (["--force"] if force else [])
         server = [os.path.join(self.bin, f"{t}-server"),
-                  f"--listen={SERVER_ADDR}:{self.port}", f"--bufs={cfg['bufs']}",
+                  f"--listen={SERVER_ADDR}:{self.port}", *sizing,
                   f"--seconds={seconds + 60}"]
         client = [os.path.join(self.bin, f"{t}-client"),
                   f"--connect={SERVER_ADDR}:{self.port}", f"--seconds={seconds}", "--json"]
-        if t == "rpc":
+        if t == "rpc" and cfg["size_label"] == "2bdp":
+            # Both ends at 2 x BDP: the client sends the writes.
+            server += [f"--bufsize={cfg['bufsize']}", "--max-clients=1", "--threads=4"]
+            client += [f"--op={cfg.get('op', 'write')}", f"--size={cfg.get('msg', '32K')}",
+                       "--slots=128", "--bytes=4G", *sizing, f"--bufsize={cfg['bufsize']}"]
+        elif t == "rpc":
             # requests x max message, as svc_sock_setbufsize sized it.
             req, msg = RPC_SERVER["large" if cfg["size_label"] == "large" else "old"]
             server += [f"--requests={req}", f"--max-msg={msg}", "--max-clients=1",
@@ -124,7 +155,7 @@ class lab:
         else:
             server += [f"--bufsize={cfg['bufsize']}", "--max-clients=16"]
             client += ["--threads=16", "--size=100K", "--depth=1", "--bytes=8G",
-                       f"--bufs={cfg['bufs']}", f"--bufsize={cfg['bufsize']}"]
+                       *sizing, f"--bufsize={cfg['bufsize']}"]
         if trace:
             server.append(f"--trace={trace}")
         srv = subprocess.Popen(in_ns(NS_A, *server), stdout=subprocess.PIPE,
@@ -156,7 +187,7 @@ class lab:
         return result
 
 
-def configs_for(rtt, transports):
+def configs_for(rtt, transports, rate_mbps):
     out = []
     for t in transports:
         out.append({"transport": t, "bufs": "default", "size_label": "-",
@@ -165,6 +196,11 @@ def configs_for(rtt, transports):
             for bufs in ("initial", "lock"):
                 out.append({"transport": t, "bufs": bufs, "size_label": label,
                             "bufsize": SIZES[t][label], "experiment": "sweep"})
+        out.append({"transport": t, "bufs": "raw", "size_label": "old",
+                    "bufsize": SIZES[t]["old"], "experiment": "sweep"})
+        for bufs in ("initial-force", "lock"):
+            out.append({"transport": t, "bufs": bufs, "size_label": "2bdp",
+                        "bufsize": two_bdp(rtt, rate_mbps), "experiment": "sweep"})
     return out
 
 
@@ -202,17 +238,28 @@ def row(cfg, rtt, run, res):
 
 
 def main():
+    global PREFIX, NET, NS_A, NS_B, SERVER_ADDR
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="directory with the built programs")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--rtts", default="0,10,50,120", help="RTTs in ms for the sweep")
+    ap.add_argument("--rtts", default="0,10,50,120,250", help="RTTs in ms for the sweep")
+    ap.add_argument("--bdp-rate", type=float, default=100,
+                    help="link rate in MB/s for the 2 x BDP sizes (default 100)")
+    ap.add_argument("--run-seconds", type=float, default=None,
+                    help="seconds per run (default: rpc %d, rr %d)" % (RUN_SECONDS["rpc"],
+                                                                    RUN_SECONDS["rr"]))
     ap.add_argument("--rds-rtts", default="1", help="extra RTTs for the rr 128 KB seed")
     ap.add_argument("--transports", default="rpc,rr")
     ap.add_argument("--trace-rtt", type=float, default=50)
     ap.add_argument("--no-marker", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "results", "perf"))
+    ap.add_argument("--plots", default=os.path.join(ROOT, "docs", "plots"))
+    ap.add_argument("--prefix", default=PREFIX, help="network namespace name prefix")
+    ap.add_argument("--net", default=NET, help="first three octets, inside 198.18.0.0/15")
     args = ap.parse_args()
+    PREFIX, NET = args.prefix, args.net
+    NS_A, NS_B, SERVER_ADDR = f"{PREFIX}-a", f"{PREFIX}-b", f"{NET}.1"
     if os.geteuid() != 0:
         sys.exit("run_lab.py: needs root for network namespaces and NFQUEUE")
     bindir = os.path.abspath(args.bin)
@@ -222,7 +269,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     transports = args.transports.split(",")
     rtts = [float(x) for x in args.rtts.split(",") if x]
-    plan = [(r, configs_for(r, transports)) for r in rtts]
+    if args.run_seconds:
+        for t in RUN_SECONDS:
+            RUN_SECONDS[t] = args.run_seconds
+    plan = [(r, configs_for(r, transports, args.bdp_rate)) for r in rtts]
     if "rr" in transports:
         plan += [(float(r), rds_1ms_configs()) for r in args.rds_rtts.split(",") if r]
     if not args.no_marker and "rpc" in transports:
@@ -231,7 +281,8 @@ def main():
     L = lab(bindir, args.out)
     meta = {"command": " ".join(sys.argv), "source": SOURCE, "kernel": platform.release(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,
-            "run_seconds": RUN_SECONDS, "sizes": SIZES,
+            "run_seconds": RUN_SECONDS, "sizes": SIZES, "bdp_rate_MBps": args.bdp_rate,
+            "two_bdp": {f"{r:g}": two_bdp(r, args.bdp_rate) for r in rtts},
             "cpus": os.cpu_count(), "shared_cpus": True}
     csv_path = os.path.join(args.out, "lab.csv")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -242,6 +293,7 @@ def main():
         meta["tcp_rmem"] = sh(*in_ns(NS_A, "sysctl", "-n", "net.ipv4.tcp_rmem")).stdout.strip()
         meta["tcp_wmem"] = sh(*in_ns(NS_A, "sysctl", "-n", "net.ipv4.tcp_wmem")).stdout.strip()
         meta["rmem_max"] = open("/proc/sys/net/core/rmem_max").read().strip()
+        meta["wmem_max"] = open("/proc/sys/net/core/wmem_max").read().strip()
         with open(csv_path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=FIELDS)
             w.writeheader()
@@ -268,7 +320,7 @@ def main():
         with open(os.path.join(args.out, "lab_meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
     subprocess.run(["/usr/bin/python3", os.path.join(HERE, "plot_lab.py"), "--results",
-                    args.out, "--plots", os.path.join(ROOT, "docs", "plots")], check=True)
+                    args.out, "--plots", args.plots], check=True)
 
 
 if __name__ == "__main__":

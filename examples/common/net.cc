@@ -44,30 +44,82 @@ int tcp_socket()
 
 } // namespace
 
-std::string apply_bufs(int fd, bufs_mode mode, int size)
+namespace
+{
+
+// " clamps=mem_max,tcp_mem_max" or "".
+std::string clamp_text(uint32_t clamps)
+{
+	char names[128];
+	if (!clamps || sockbuf_clamp_names(clamps, names, sizeof(names)) < 0)
+		return "";
+	return std::string(" clamps=") + names;
+}
+
+// The raw baseline: what a program does without the library.  Half the
+// size (the kernel doubles it), FORCE variants with @force (the plain ones
+// when EPERM says CAP_NET_ADMIN is missing), then the lock bits cleared.
+std::string apply_raw(int fd, int size, bool force)
+{
+	const int half = size / 2;
+	const int plain[2] = {SO_SNDBUF, SO_RCVBUF};
+	const int forced[2] = {SO_SNDBUFFORCE, SO_RCVBUFFORCE};
+	bool denied = false;
+	for (int i = 0; i < 2; i++) {
+		int ret = -1;
+		if (force && !denied) {
+			ret = setsockopt(fd, SOL_SOCKET, forced[i], &half, sizeof(half));
+			denied = ret < 0 && errno == EPERM; // no CAP_NET_ADMIN
+		}
+		if (ret < 0 && (!force || denied))
+			ret = setsockopt(fd, SOL_SOCKET, plain[i], &half, sizeof(half));
+		if (ret < 0)
+			fail("setsockopt(SO_*BUF)", errno);
+	}
+	const int unlock = 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &unlock, sizeof(unlock)) < 0)
+		fail("setsockopt(SO_BUF_LOCK) (Linux 5.15)", errno);
+	int snd = 0, rcv = 0;
+	socklen_t len = sizeof(snd);
+	getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len);
+	len = sizeof(rcv);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+	return std::string("bufs=raw requested ") + std::to_string(size) + " snd " +
+	       std::to_string(snd) + " rcv " + std::to_string(rcv) +
+	       (force && !denied ? " (SO_*BUFFORCE, SO_BUF_LOCK 0)" : " (SO_*BUF, SO_BUF_LOCK 0)") +
+	       (denied ? " force-denied" : "");
+}
+
+} // namespace
+
+std::string apply_bufs(int fd, bufs_mode mode, int size, bool force)
 {
 	struct sockbuf_report rep;
+	const unsigned int flags = force ? SOCKBUF_F_ALLOW_FORCE : 0;
 	int ret = 0;
 	switch (mode) {
 	case bufs_mode::kernel_default:
 		return "bufs=default (kernel sizes, autotuning on)";
+	case bufs_mode::raw:
+		return apply_raw(fd, size, force);
 	case bufs_mode::initial:
-		ret = sockbuf_set_initial_bufsize(fd, size, size, 0, &rep);
+		ret = sockbuf_set_initial_bufsize(fd, size, size, flags, &rep);
 		break;
 	case bufs_mode::lock:
-		ret = sockbuf_lock_bufsize(fd, size, size, 0, &rep);
+		ret = sockbuf_lock_bufsize(fd, size, size, flags, &rep);
 		break;
 	}
 	if (ret < 0)
 		fail(std::string("sockbuf ") + bufs_name(mode), -ret);
 	return std::string("bufs=") + bufs_name(mode) + " requested " + std::to_string(size) +
 	       " snd " + std::to_string(rep.snd.effective) + " (" +
-	       sockbuf_strategy_name(rep.snd.strategy) + ") rcv " +
+	       sockbuf_strategy_name(rep.snd.strategy) + clamp_text(rep.snd.clamps) + ") rcv " +
 	       std::to_string(rep.rcv.effective) + " (" + sockbuf_strategy_name(rep.rcv.strategy) +
-	       ")";
+	       clamp_text(rep.rcv.clamps) + ")" +
+	       ((rep.flags & SOCKBUF_R_FORCE_DENIED) ? " force-denied" : "");
 }
 
-int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note)
+int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note, bool force)
 {
 	sockaddr_in sa = to_sockaddr(ep);
 	int fd = tcp_socket();
@@ -76,7 +128,7 @@ int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note)
 		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
 			fail("SO_REUSEADDR", errno);
 		// Before listen(): the accepted sockets inherit sizes and locks.
-		*note = apply_bufs(fd, mode, size);
+		*note = apply_bufs(fd, mode, size, force);
 		if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0)
 			fail("bind " + ep.addr + ":" + std::to_string(ep.port), errno);
 		if (listen(fd, 128) < 0)
@@ -88,12 +140,12 @@ int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note)
 	return fd;
 }
 
-int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note)
+int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note, bool force)
 {
 	sockaddr_in sa = to_sockaddr(ep);
 	int fd = tcp_socket();
 	try {
-		*note = apply_bufs(fd, mode, size); // before the handshake
+		*note = apply_bufs(fd, mode, size, force); // before the handshake
 		if (connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0)
 			fail("connect " + ep.addr + ":" + std::to_string(ep.port), errno);
 		int one = 1;

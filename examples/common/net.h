@@ -13,15 +13,18 @@ namespace examples
 
 // Sizes @fd's buffers as @mode says (both directions, @size each, in the
 // unit getsockopt reads back) and returns one line saying what the kernel
-// made of it.  Throws std::runtime_error when the call fails.
-std::string apply_bufs(int fd, bufs_mode mode, int size);
+// made of it, with the clamps that cut the size.  @force passes
+// SOCKBUF_F_ALLOW_FORCE: past net.core.[wr]mem_max with CAP_NET_ADMIN,
+// "force-denied" in the line without it.  Throws std::runtime_error when
+// the call fails.
+std::string apply_bufs(int fd, bufs_mode mode, int size, bool force = false);
 
 // A listening TCP socket on @ep, sized before listen() so that accepted
 // sockets inherit the sizes and lock bits.  @note receives apply_bufs' line.
-int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note);
+int listen_on(const endpoint &ep, bufs_mode mode, int size, std::string *note, bool force = false);
 
 // A connected TCP socket, sized before connect().
-int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note);
+int connect_to(const endpoint &ep, bufs_mode mode, int size, std::string *note, bool force = false);
 
 // TCP_NODELAY on an accepted socket: request-response servers answer with
 // records whose tail is smaller than a segment; with Nagle on, that tail

@@ -110,7 +110,9 @@ bufs_mode parse_bufs(const std::string &text)
 		return bufs_mode::initial;
 	if (text == "lock")
 		return bufs_mode::lock;
-	throw usage_error("--bufs must be default, initial or lock, not '" + text + "'");
+	if (text == "raw")
+		return bufs_mode::raw;
+	throw usage_error("--bufs must be default, initial, lock or raw, not '" + text + "'");
 }
 
 const char *bufs_name(bufs_mode m)
@@ -120,6 +122,8 @@ const char *bufs_name(bufs_mode m)
 		return "initial";
 	case bufs_mode::lock:
 		return "lock";
+	case bufs_mode::raw:
+		return "raw";
 	default:
 		return "default";
 	}

@@ -46,8 +46,11 @@ int run_main(int argc, char **argv, const char *prog, const char *usage,
 	     const std::vector<std::string> &allowed, int (*run)(const options &));
 
 // How a transport sizes its sockets: leave them to the kernel, an initial
-// size with autotuning kept on, or a locked size (autotuning off).
-enum class bufs_mode { kernel_default, initial, lock };
+// size with autotuning kept on, a locked size (autotuning off), or raw:
+// the initial-size recipe by hand, without the library (setsockopt
+// SO_SNDBUF/SO_RCVBUF, then SO_BUF_LOCK 0), the baseline the library is
+// measured against.
+enum class bufs_mode { kernel_default, initial, lock, raw };
 
 bufs_mode parse_bufs(const std::string &text);
 const char *bufs_name(bufs_mode m);

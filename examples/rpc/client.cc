@@ -11,6 +11,8 @@
 #include "protocol.h"
 #include "record_marking.h"
 
+#include <sockbuf/sockbuf.h>
+
 #include <arpa/inet.h>
 #include <condition_variable>
 #include <cstdio>
@@ -29,7 +31,7 @@ const char usage[] =
     "usage: rpc-client --connect=ADDR:PORT [--op=write|read] [--size=SIZE]\n"
     "                  [--slots=N] [--bytes=SIZE] [--seconds=S] [--fragment=SIZE]\n"
     "                  [--marker=separate|combined] [--cork]\n"
-    "                  [--bufs=default|initial|lock] [--bufsize=SIZE]\n"
+    "                  [--bufs=default|initial|lock|raw] [--bufsize=SIZE] [--force]\n"
     "                  [--trace=FILE] [--json]\n"
     "  --op        write: payload in the call; read: payload in the reply\n"
     "  --size      payload per call, 8K..1M (default 64K)\n"
@@ -38,6 +40,9 @@ const char usage[] =
     "  --seconds   stop after this long (default 10)\n"
     "  --fragment  split each record into fragments of this size (default: one)\n"
     "  --bufs      how the client socket is sized (default: default)\n"
+    "  --bufsize   size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
+    "              past net.core.[wr]mem_max only with --force\n"
+    "  --force     SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n"
     "  --json      print the result as one JSON object\n";
 
 struct client_state {
@@ -111,7 +116,7 @@ int run(const examples::options &o)
 	const uint64_t bytes = o.size("bytes", 256ull << 20, 1, 1ull << 40);
 	const double seconds = o.seconds("seconds", 10, 0.01, 86400);
 	auto mode = examples::parse_bufs(o.str("bufs", "default"));
-	const uint64_t bufsize = o.size("bufsize", 128 * 1024, 4096, 1u << 30);
+	const uint64_t bufsize = o.size("bufsize", 128 * 1024, 4096, SOCKBUF_SIZE_MAX);
 	rpc::send_options send_opt;
 	send_opt.fragment = o.size("fragment", 0, 0, rpc::max_fragment);
 	if (o.has("fragment") && send_opt.fragment < 1)
@@ -124,7 +129,7 @@ int run(const examples::options &o)
 	send_opt.cork = o.has("cork");
 
 	std::string note;
-	int fd = examples::connect_to(ep, mode, static_cast<int>(bufsize), &note);
+	int fd = examples::connect_to(ep, mode, static_cast<int>(bufsize), &note, o.has("force"));
 	// Bounds a wait for a reply that never comes.
 	timeval tv{static_cast<time_t>(seconds) + 10, 0};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -220,6 +225,7 @@ int main(int argc, char **argv)
 {
 	return examples::run_main(argc, argv, "rpc-client", usage,
 				  {"connect", "op", "size", "slots", "bytes", "seconds", "fragment",
-				   "marker", "cork", "bufs", "bufsize", "trace", "json", "help"},
+				   "marker", "cork", "bufs", "bufsize", "force", "trace", "json",
+				   "help"},
 				  run);
 }

@@ -31,14 +31,17 @@
 namespace
 {
 
-const char usage[] = "usage: rpc-server [--listen=ADDR:PORT] [--bufs=default|initial|lock]\n"
+const char usage[] = "usage: rpc-server [--listen=ADDR:PORT] [--bufs=default|initial|lock|raw]\n"
 		     "                  [--requests=N] [--max-msg=SIZE] [--threads=N]\n"
 		     "                  [--marker=separate|combined] [--cork] [--max-clients=N]\n"
-		     "                  [--seconds=S] [--trace=FILE]\n"
+		     "                  [--bufsize=SIZE] [--force] [--seconds=S] [--trace=FILE]\n"
 		     "  --listen       address to listen on (default 127.0.0.1:0, port printed)\n"
 		     "  --bufs         how the listener is sized (default: default)\n"
 		     "  --requests     requests the buffer must hold (default 3, svc_tcp's 3)\n"
 		     "  --max-msg      largest message, buffer = requests x max-msg (default 1M)\n"
+		     "  --bufsize      buffer size instead of requests x max-msg, up to 1G:\n"
+		     "                 past net.core.[wr]mem_max only with --force\n"
+		     "  --force        SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n"
 		     "  --threads      worker pool size (default 4)\n"
 		     "  --marker       record marker as its own MSG_MORE send or in the payload's\n"
 		     "                 sendmsg (default combined)\n"
@@ -155,7 +158,9 @@ int run(const examples::options &o)
 	long max_clients = o.num("max-clients", 0, 0, 1000000);
 	double seconds = o.seconds("seconds", 0, 0, 86400);
 	uint64_t bufsize = static_cast<uint64_t>(requests) * max_msg;
-	if (bufsize > SOCKBUF_SIZE_MAX)
+	if (o.has("bufsize"))
+		bufsize = o.size("bufsize", 0, 4096, SOCKBUF_SIZE_MAX);
+	else if (bufsize > SOCKBUF_SIZE_MAX)
 		throw examples::usage_error("--requests x --max-msg exceeds SOCKBUF_SIZE_MAX");
 	server_state s;
 	s.max_msg = max_msg;
@@ -169,7 +174,7 @@ int run(const examples::options &o)
 	int sigfd = examples::block_stop_signals();
 	int finished_fd = eventfd(0, EFD_CLOEXEC);
 	std::string note;
-	int lfd = examples::listen_on(ep, mode, static_cast<int>(bufsize), &note);
+	int lfd = examples::listen_on(ep, mode, static_cast<int>(bufsize), &note, o.has("force"));
 	std::printf("rpc-server listening on %s:%u %s\n", ep.addr.c_str(),
 		    examples::local_port(lfd), note.c_str());
 	std::fflush(stdout);
@@ -244,7 +249,8 @@ int run(const examples::options &o)
 int main(int argc, char **argv)
 {
 	return examples::run_main(argc, argv, "rpc-server", usage,
-				  {"listen", "bufs", "requests", "max-msg", "threads", "marker",
-				   "cork", "max-clients", "seconds", "trace", "help"},
+				  {"listen", "bufs", "bufsize", "force", "requests", "max-msg",
+				   "threads", "marker", "cork", "max-clients", "seconds", "trace",
+				   "help"},
 				  run);
 }

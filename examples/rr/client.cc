@@ -11,6 +11,8 @@
 #include "../common/stats.h"
 #include "protocol.h"
 
+#include <sockbuf/sockbuf.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -24,16 +26,19 @@
 namespace
 {
 
-const char usage[] = "usage: rr-client --connect=ADDR:PORT [--threads=N] [--size=SIZE]\n"
-		     "                 [--depth=N] [--bytes=SIZE] [--seconds=S]\n"
-		     "                 [--bufs=default|initial|lock] [--bufsize=SIZE]\n"
-		     "                 [--trace=FILE] [--json]\n"
-		     "  --threads   connections, one sender and one receiver each (default 16)\n"
-		     "  --size      request and reply size (default 100K)\n"
-		     "  --depth     requests in flight per connection (default 1)\n"
-		     "  --bytes     stop after this many request bytes in total (default 1G)\n"
-		     "  --seconds   stop after this long (default 10)\n"
-		     "  --bufsize   size for --bufs=initial|lock (default 128K)\n";
+const char usage[] =
+    "usage: rr-client --connect=ADDR:PORT [--threads=N] [--size=SIZE]\n"
+    "                 [--depth=N] [--bytes=SIZE] [--seconds=S]\n"
+    "                 [--bufs=default|initial|lock|raw] [--bufsize=SIZE] [--force]\n"
+    "                 [--trace=FILE] [--json]\n"
+    "  --threads   connections, one sender and one receiver each (default 16)\n"
+    "  --size      request and reply size (default 100K)\n"
+    "  --depth     requests in flight per connection (default 1)\n"
+    "  --bytes     stop after this many request bytes in total (default 1G)\n"
+    "  --seconds   stop after this long (default 10)\n"
+    "  --bufsize   size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
+    "              past net.core.[wr]mem_max only with --force\n"
+    "  --force     SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n";
 
 struct shared {
 	examples::pattern pat{rr::max_message};
@@ -149,13 +154,14 @@ int run(const examples::options &o)
 	sh.byte_budget = o.size("bytes", 1ull << 30, 1, 1ull << 44);
 	const double seconds = o.seconds("seconds", 10, 0.01, 86400);
 	auto mode = examples::parse_bufs(o.str("bufs", "default"));
-	auto bufsize = static_cast<int>(o.size("bufsize", 128 * 1024, 4096, 1u << 30));
+	auto bufsize = static_cast<int>(o.size("bufsize", 128 * 1024, 4096, SOCKBUF_SIZE_MAX));
 
 	std::vector<int> fds;
 	std::string note;
 	try {
 		for (long i = 0; i < threads; i++)
-			fds.push_back(examples::connect_to(ep, mode, bufsize, &note));
+			fds.push_back(
+			    examples::connect_to(ep, mode, bufsize, &note, o.has("force")));
 	} catch (...) {
 		for (int fd : fds)
 			::close(fd);
@@ -237,6 +243,6 @@ int main(int argc, char **argv)
 {
 	return examples::run_main(argc, argv, "rr-client", usage,
 				  {"connect", "threads", "size", "depth", "bytes", "seconds",
-				   "bufs", "bufsize", "trace", "json", "help"},
+				   "bufs", "bufsize", "force", "trace", "json", "help"},
 				  run);
 }

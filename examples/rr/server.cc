@@ -25,10 +25,12 @@
 namespace
 {
 
-const char usage[] = "usage: rr-server [--listen=ADDR:PORT] [--bufs=default|initial|lock]\n"
+const char usage[] = "usage: rr-server [--listen=ADDR:PORT] [--bufs=default|initial|lock|raw]\n"
 		     "                 [--bufsize=SIZE] [--max-clients=N] [--seconds=S]\n"
-		     "                 [--trace=FILE]\n"
-		     "  --bufsize      size for --bufs=initial|lock (default 128K)\n"
+		     "                 [--force] [--trace=FILE]\n"
+		     "  --bufsize      size for --bufs=initial|lock|raw (default 128K), up to 1G:\n"
+		     "                 past net.core.[wr]mem_max only with --force\n"
+		     "  --force        SO_*BUFFORCE past net.core.[wr]mem_max (CAP_NET_ADMIN)\n"
 		     "  --max-clients  exit after this many connections ended (0: never)\n"
 		     "  --seconds      exit after this long (0: never)\n";
 
@@ -81,7 +83,7 @@ int run(const examples::options &o)
 	server_state s;
 	s.finished_fd = eventfd(0, EFD_CLOEXEC);
 	std::string note;
-	int lfd = examples::listen_on(ep, mode, bufsize, &note);
+	int lfd = examples::listen_on(ep, mode, bufsize, &note, o.has("force"));
 	std::printf("rr-server listening on %s:%u %s\n", ep.addr.c_str(), examples::local_port(lfd),
 		    note.c_str());
 	std::fflush(stdout);
@@ -158,5 +160,5 @@ int main(int argc, char **argv)
 {
 	return examples::run_main(
 	    argc, argv, "rr-server", usage,
-	    {"listen", "bufs", "bufsize", "max-clients", "seconds", "trace", "help"}, run);
+	    {"listen", "bufs", "bufsize", "force", "max-clients", "seconds", "trace", "help"}, run);
 }

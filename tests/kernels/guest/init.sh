@@ -8,8 +8,9 @@
 #   @@SBK DONE@@                             the guest finished its plan
 # Parameters arrive as environment variables from the kernel command line
 # (sbk_profile, sbk_rtts, sbk_seconds, sbk_bytes, sbk_pressure_rtt,
-# sbk_memcg_headroom).  The guest has no network card: all traffic stays on a
-# veth pair between two namespaces, addresses from 198.18.0.0/15.
+# sbk_memcg_headroom, sbk_force_size).  The guest has no network card: all
+# traffic stays on a veth pair between two namespaces, addresses from
+# 198.18.0.0/15.
 /bin/busybox --install -s /bin
 export PATH=/usr/sbin:/usr/bin:/bin:/sbin
 # busybox's ash runs its own applets before PATH, and its ip has no netns
@@ -30,6 +31,7 @@ dmesg -n 1
 
 : "${sbk_profile:=quick}" "${sbk_rtts:=50}" "${sbk_seconds:=4}"
 : "${sbk_bytes:=268435456}" "${sbk_pressure_rtt:=50}" "${sbk_memcg_headroom:=65536}"
+: "${sbk_force_size:=16777216}"
 
 step() { echo "@@SBK STEP $1@@"; }
 # emit NAME FILE RC: one JSON document between markers.
@@ -129,6 +131,15 @@ if [ $net_rc -eq 0 ]; then
 	check --rtt-ms "$sbk_pressure_rtt" --scenarios tcp_mem,tcp_mem_restore \
 		--allow-global-changes --json /tmp/pressure.json
 	emit pressure-tcp_mem /tmp/pressure.json $?
+
+	# A size above net.core.[wr]mem_max and tcp_[wr]mem[2] (16 MB by
+	# default): FORCE stored, SO_BUF_LOCK 0 keeps it, a transfer keeps it;
+	# which sysctls a new network namespace owns (the guest may write them).
+	step force-ceiling
+	set_delay "$sbk_pressure_rtt"
+	check --rtt-ms "$sbk_pressure_rtt" --scenarios initial_force --size "$sbk_force_size" \
+		--allow-global-changes --json /tmp/force.json
+	emit force-ceiling /tmp/force.json $?
 
 	step pressure-memcg
 	case " $cg " in

@@ -8,6 +8,11 @@
 //   untouched    kernel defaults                        (raw property)
 //   initial      set_initial_bufsize on listener+client (library)
 //   locked       lock_bufsize: the old way, for contrast
+//   initial_force set_initial with SOCKBUF_F_ALLOW_FORCE at --size (meant
+//                above net.core.[wr]mem_max and tcp_[wr]mem[2]), after the
+//                raw facts: FORCE stored, SO_BUF_LOCK 0 keeps it, which
+//                sysctls a new network namespace owns (written only with
+//                --allow-global-changes)
 //   tcp_mem      set_initial sender, net.ipv4.tcp_mem lowered under the
 //                memory in use mid-transfer             (raw, global change)
 //   tcp_mem_restore  same, with sockbuf_restore_floor on every sample
@@ -19,6 +24,7 @@
 //
 // Exit: 0 ran, 1 a transfer could not be set up or (memcg runs, which
 // check the stream) lost or changed bytes, 2 usage, 77 nothing ran.
+#include "force_ceiling.h"
 #include "memcg.h"
 #include "memcg_run.h"
 #include "pressure.h"
@@ -189,9 +195,16 @@ json run_one(const options &o, const std::string &name, int port)
 	const bool squeeze_tcp_mem = name.rfind("tcp_mem", 0) == 0;
 	if (name.rfind("memcg_", 0) == 0)
 		return run_memcg(o, name, port);
+	const bool force = name == "initial_force";
 	p.setup = name == "untouched" ? setup::untouched
 		  : name == "locked"  ? setup::locked
+		  : force	      ? setup::initial_force
 				      : setup::initial;
+	if (force) {
+		// The raw facts first, on sockets of their own.
+		j["force_raw"] = force_raw(p.size);
+		j["netns_sysctls"] = netns_sysctls(o.allow_global);
+	}
 	p.restore_floor = name.find("_restore") != std::string::npos;
 	if (squeeze_tcp_mem && !o.allow_global) {
 		j["skip"] = "global changes not allowed (--allow-global-changes)";
@@ -222,6 +235,20 @@ json run_one(const options &o, const std::string &name, int port)
 	}
 	j["sender"] = track_json(r.sender);
 	j["receiver"] = track_json(r.receiver);
+	if (force) {
+		// Did the forced, unlocked sizes survive the transfer?  The
+		// sampled minimum against the size, per side.
+		const int size = p.size & ~1;
+		j["force_held"] = {{"size", size},
+				   {"sender_at_setup", r.sender.at_setup.sndbuf},
+				   {"receiver_at_setup", r.receiver.at_setup.rcvbuf},
+				   {"sender_lock_at_setup", r.sender.at_setup.lock},
+				   {"receiver_lock_at_setup", r.receiver.at_setup.lock},
+				   {"sender_min", r.sender.min_snd},
+				   {"receiver_min", r.receiver.min_rcv},
+				   {"sndbuf_kept", r.sender.min_snd >= size},
+				   {"rcvbuf_kept", r.receiver.min_rcv >= size}};
+	}
 	return j;
 }
 
@@ -230,7 +257,8 @@ int usage(std::FILE *to, int status)
 	std::fprintf(
 	    to, "usage: sockbuf-kernel-check --server-ns PATH --client-ns PATH --addr IPV4\n"
 		"         [--rtt-ms N] [--size BYTES] [--bytes N] [--seconds S]\n"
-		"         [--scenarios untouched,initial,locked,tcp_mem,tcp_mem_restore,\n"
+		"         [--scenarios "
+		"untouched,initial,locked,initial_force,tcp_mem,tcp_mem_restore,\n"
 		"                      memcg_raw,memcg_initial,memcg_reserve,memcg_lock,memcg]\n"
 		"         [--memcg-parent DIR] [--memcg-headroom BYTES]\n"
 		"         [--allow-global-changes] [--json PATH]\n");

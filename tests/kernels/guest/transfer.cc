@@ -35,7 +35,10 @@ void apply_setup(int fd, const transfer_params &p, socket_track &t)
 		return;
 	sockbuf_report r{};
 	int rc;
-	if (p.setup == setup::initial)
+	if (p.setup == setup::initial_force)
+		rc = sockbuf_set_initial_bufsize(
+		    fd, p.size, p.size, SOCKBUF_F_ALLOW_FORCE | SOCKBUF_F_FALLBACK_DEFAULT, &r);
+	else if (p.setup == setup::initial)
 		// Where the kernel has no unlocked way (5.10, send side), keep
 		// its own size: that fallback is what this run exercises.
 		rc =
@@ -46,7 +49,7 @@ void apply_setup(int fd, const transfer_params &p, socket_track &t)
 	t.strategy_snd = sockbuf_strategy_name(r.snd.strategy);
 	t.strategy_rcv = sockbuf_strategy_name(r.rcv.strategy);
 	t.report_flags = r.flags;
-	if (p.setup == setup::initial)
+	if (p.setup != setup::locked)
 		sockbuf_report_floor(&r, &t.floor);
 }
 

@@ -17,7 +17,9 @@ namespace sockbuf::kcheck
 {
 
 // How a socket's buffers are set up before listen()/connect().
-enum class setup { untouched, initial, locked };
+// initial_force: set_initial with SOCKBUF_F_ALLOW_FORCE (sizes past
+// net.core.[wr]mem_max and tcp_[wr]mem[2]).
+enum class setup { untouched, initial, locked, initial_force };
 
 struct transfer_params {
 	std::string server_ns; // /var/run/netns/NAME of the receiving side

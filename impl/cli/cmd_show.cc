@@ -7,6 +7,7 @@
 
 #include "show_collect.h"
 #include "show_diagnose.h"
+#include "show_trace.h"
 #include "show_watch.h"
 #include "text_wrap.h"
 
@@ -32,7 +33,7 @@ int show_usage(std::FILE *to, int status)
 {
 	fmt::print(to,
 		   "usage: sockbuf show PID|--all [--json]\n"
-		   "       sockbuf show PID --watch MS [--count N]\n"
+		   "       sockbuf show PID --watch MS [--count N] [--trace auto|on|off]\n"
 		   "\n"
 		   "Every TCP socket of process PID (or of every process in this network\n"
 		   "namespace): state, addresses, sk_sndbuf/sk_rcvbuf, lock bits (read from\n"
@@ -43,6 +44,10 @@ int show_usage(std::FILE *to, int status)
 		   "--watch MS  sample every MS milliseconds ({}..{}) and report buffers\n"
 		   "            that drop below their floor, until PID exits\n"
 		   "--count N   stop after N samples\n"
+		   "--trace M   with --watch: record the kernel's own events (tracefs:\n"
+		   "            sock tracepoints, kprobes on the shrink paths) and print\n"
+		   "            those on the dropped socket before each drop; auto (the\n"
+		   "            default) when root, on: exit 1 when it cannot\n"
 		   "\n"
 		   "Exit status: 0, 1 error, 2 usage, 3 some buffer below its floor.\n",
 		   show::watch_min_ms, show::watch_max_ms);
@@ -194,6 +199,8 @@ int cmd_show(int argc, char **argv)
 	bool json = false, all = false;
 	int pid = 0;
 	long watch_ms = 0, count = 0;
+	show::trace_mode trace = show::trace_mode::autodetect;
+	bool trace_given = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		char *end = nullptr;
@@ -209,6 +216,13 @@ int cmd_show(int argc, char **argv)
 					   hi);
 				return 2;
 			}
+		} else if (!std::strcmp(a, "--trace")) {
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			if (!show::parse_trace_mode(v, &trace)) {
+				fmt::print(stderr, "sockbuf show: --trace takes auto, on or off\n");
+				return 2;
+			}
+			trace_given = true;
 		} else if (!std::strcmp(a, "--json"))
 			json = true;
 		else if (!std::strcmp(a, "--all"))
@@ -220,12 +234,13 @@ int cmd_show(int argc, char **argv)
 		else
 			return show_usage(stderr, 2);
 	}
-	if (all == (pid > 0) || (watch_ms && (all || json)) || (count && !watch_ms))
+	if (all == (pid > 0) || (watch_ms && (all || json)) ||
+	    ((count || trace_given) && !watch_ms))
 		return show_usage(stderr, 2);
 	// Tables left by processes that are gone (_exit, a fatal signal).
 	registry::clean_stale(registry::default_dir);
 	if (watch_ms)
-		return show::watch(pid, int(watch_ms), count);
+		return show::watch(pid, int(watch_ms), count, int(trace));
 	collection c;
 	std::string why;
 	int ret = all ? show::collect_all(&c, &why) : show::collect_pid(pid, &c, &why);

@@ -3,6 +3,7 @@
 
 #include "show_collect.h"
 #include "show_diagnose.h"
+#include "show_trace.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -89,8 +90,11 @@ void report_recovery(const recovery_event &e, std::FILE *to)
 		   e.back_ms - e.first_below_ms, e.samples, e.samples == 1 ? "" : "s");
 }
 
-int watch(int pid, int interval_ms, long count)
+int watch(int pid, int interval_ms, long count, int trace)
 {
+	watch_tracer tracer;
+	if (tracer.start(trace_mode(trace), stdout) < 0)
+		return 1;
 	int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
 	const int64_t t0 = now_ms();
 	std::map<key, tracked> state;
@@ -119,6 +123,7 @@ int watch(int pid, int interval_ms, long count)
 			break;
 		}
 		const int64_t t = now_ms() - t0;
+		tracer.collect();
 		int with_floor = 0, below = 0;
 		for (auto &[k, tr] : state)
 			tr.seen = false;
@@ -139,7 +144,8 @@ int watch(int pid, int interval_ms, long count)
 				const bool now_below = floor_depth(s, dir) > 0;
 				if (now_below && !tr.below) {
 					drops.push_back({pid, s.fd, s.info.inode, dir, floor, size,
-							 tr.size, t, tr.last_ok_ms});
+							 tr.size, t, tr.last_ok_ms,
+							 s.info.local.port, s.info.remote.port});
 					tr.first_below_ms = t;
 					tr.samples_below = 0;
 				} else if (!now_below && tr.below) {
@@ -173,8 +179,13 @@ int watch(int pid, int interval_ms, long count)
 		}
 		for (const auto &b : backs)
 			report_recovery(b, stdout);
-		for (const auto &d : drops)
+		for (const auto &d : drops) {
 			report_drop(d, stdout);
+			// Sample times on the monotonic clock, as the events'.
+			const int64_t ms_ns = 1'000'000;
+			tracer.explain(d, d.last_ok_ms < 0 ? -1 : (t0 + d.last_ok_ms) * ms_ns,
+				       (t0 + d.seen_ms) * ms_ns, stdout);
+		}
 		for (const auto &s : c.sockets)
 			if (s.floor_snd > 0 || s.floor_rcv > 0)
 				print_socket(s, state, t);

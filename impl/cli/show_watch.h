@@ -19,12 +19,13 @@ inline constexpr int watch_min_ms = 10, watch_max_ms = 60000;
 struct drop_event {
 	int pid = 0, fd = -1;
 	uint32_t inode = 0;
-	int dir = 0;		 // SOCKBUF_SND or SOCKBUF_RCV
-	int floor = 0;		 // bytes, the getsockopt unit
-	int64_t size = 0;	 // the buffer at the sample that saw it below
-	int64_t before = -1;	 // at the previous sample, -1: not sampled
-	int64_t seen_ms = 0;	 // since the watch began
-	int64_t last_ok_ms = -1; // the previous sample, at or above (-1: none)
+	int dir = 0;				  // SOCKBUF_SND or SOCKBUF_RCV
+	int floor = 0;				  // bytes, the getsockopt unit
+	int64_t size = 0;			  // the buffer at the sample that saw it below
+	int64_t before = -1;			  // at the previous sample, -1: not sampled
+	int64_t seen_ms = 0;			  // since the watch began
+	int64_t last_ok_ms = -1;		  // the previous sample, at or above (-1: none)
+	uint16_t local_port = 0, remote_port = 0; // host order, 0 unknown
 };
 
 // A buffer back at or above its floor (or gone) after @samples samples
@@ -44,6 +45,9 @@ void report_recovery(const recovery_event &e, std::FILE *to);
 // Samples @pid every @interval_ms, @count times (0: until it exits).
 // Exit status: 0, 3 when any buffer was below its floor at some sample,
 // 1 when the first sample fails.
-int watch(int pid, int interval_ms, long count);
+// @trace: record kernel events through tracefs and print those before
+// each drop (show_trace.h: 0 off, 1 auto, 2 on).  Exit status 1 also when
+// @trace is on and nothing can be recorded.
+int watch(int pid, int interval_ms, long count, int trace);
 
 } // namespace sockbuf::cli::show

@@ -513,6 +513,35 @@ TEST(ShowFloor, WatchStopsWhenTheProcessExits)
 	EXPECT_NE(w.out.find("exited"), std::string::npos) << w.out;
 }
 
+// --trace on: the drop is followed by what the kernel recorded on that
+// socket, or by why there is nothing (here the child lowered its own
+// buffer with setsockopt, which no traced path reports).  Tracing needs
+// root and tracefs: without them the run fails at once, saying why.
+TEST(ShowFloor, WatchWithTraceSaysWhatTheKernelRecordedBeforeTheDrop)
+{
+	floor_child c;
+	ASSERT_NO_FATAL_FAILURE(start_child(&c));
+	if (IsSkipped())
+		return;
+	watch_run w(std::string(SOCKBUF_TOOL " show ") + std::to_string(c.pid) +
+		    " --watch 200 --count 3 --trace on");
+	if (w.out.find("kernel events: not recorded") != std::string::npos) {
+		EXPECT_EQ(w.finish(), 1) << w.out;
+		GTEST_SKIP() << "no kernel tracing here: " << w.out;
+	}
+	EXPECT_NE(w.out.find("kernel events: recording sock:"), std::string::npos) << w.out;
+	const int now = drop(&c);
+	ASSERT_GT(now, 0);
+	EXPECT_EQ(w.finish(), 3) << w.out;
+	const std::string drop_line = "DROP fd " + std::to_string(c.fd_a) + " snd ";
+	const size_t at = w.out.find(drop_line);
+	ASSERT_NE(at, std::string::npos) << w.out;
+	const size_t next = w.out.find('\n', at);
+	ASSERT_NE(next, std::string::npos);
+	EXPECT_EQ(w.out.compare(next + 1, 10, "    kernel"), 0)
+	    << "the line after the drop names the kernel's events or their absence: " << w.out;
+}
+
 TEST(ShowFloor, WatchArguments)
 {
 	std::string out;
@@ -522,6 +551,10 @@ TEST(ShowFloor, WatchArguments)
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show --all --watch 100 2>&1", &out), 2);
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --watch 100 --json 2>&1", &out), 2);
 	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --watch 2>&1", &out), 2);
+	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --watch 100 --trace maybe 2>&1", &out), 2);
+	EXPECT_NE(out.find("--trace takes auto, on or off"), std::string::npos) << out;
+	EXPECT_EQ(run_status(SOCKBUF_TOOL " show 1 --trace on 2>&1", &out), 2)
+	    << "--trace without --watch";
 }
 
 TEST(ShowFloor, FloorsSetThroughTheShimAreShown)

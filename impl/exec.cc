@@ -251,7 +251,11 @@ int run(op &o, mode m)
 		struct sockbuf_dir_report &d = o.dir(i);
 		if (plan[i] == SOCKBUF_STRAT_NONE)
 			continue;
-		if (m == mode::initial)
+		// A direction left at the kernel's size (FALLBACK_DEFAULT) has no
+		// floor: nothing was set, and nothing can be restored there
+		// without locking it (5.10's send side under tcp_mem pressure
+		// went to 4608 with the kernel's 16384 taken as a floor).
+		if (m == mode::initial && plan[i] != SOCKBUF_STRAT_DEFAULT)
 			d.floor = std::min(d.requested, d.effective);
 		if (d.locked == 0 && tcp_max[i] > 0 && d.effective > tcp_max[i])
 			d.clamps |= SOCKBUF_CLAMP_TCP_MEM_MAX;

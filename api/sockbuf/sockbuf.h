@@ -245,7 +245,9 @@ enum sockbuf_clamp {
  * @requested: size asked for (0: direction not touched).
  * @effective: getsockopt() value read back after the call.
  * @floor:     the floor this call established: min(@requested, @effective)
- *             for set_initial and restore, 0 for lock.
+ *             for set_initial and restore, 0 for lock and for a direction
+ *             left at the kernel's size (SOCKBUF_STRAT_DEFAULT: nothing
+ *             set, nothing a guard could restore without locking).
  * @clamps:    SOCKBUF_CLAMP_* bits explaining @effective != @requested.
  * @locked:    1 locked, 0 unlocked, -1 unknown (kernel lacks SO_BUF_LOCK).
  * @strategy:  enum sockbuf_strategy used.

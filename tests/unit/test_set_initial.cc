@@ -241,6 +241,7 @@ TEST_F(OldKernel, FallbackDefaultLeavesTheKernelSize)
 	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 262144, 0, SOCKBUF_F_FALLBACK_DEFAULT, &rep), 0);
 	EXPECT_EQ(rep.snd.strategy, SOCKBUF_STRAT_DEFAULT);
 	EXPECT_EQ(rep.snd.effective, before);
+	EXPECT_EQ(rep.snd.floor, 0) << "nothing was set: no floor to keep";
 	EXPECT_EQ(sndbuf(s), before);
 	EXPECT_EQ(buflock(s), 0);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_FALLBACK);

@@ -52,8 +52,8 @@ def plot(name, result, out):
         floor = sd["floor"]["snd"]
         t = [p[0] / 1000.0 for p in series]
         kib = [p[1] / 1024.0 for p in series]
-        ax.step(t, kib, where="post", color=colour, label="send buffer")
-        ax.axhline(floor / 1024.0, color="black", linestyle="--", linewidth=1,
+        ax.step(t, kib, where="post", color=colour, linewidth=1.6, zorder=3, label="send buffer")
+        ax.axhline(floor / 1024.0, color="black", linestyle="--", linewidth=1, zorder=2,
                    label="floor %d KiB" % (floor // 1024))
         low = sd["min"]["sndbuf"]
         below = sd.get("below_floor_ms", {}).get("snd", 0)

@@ -176,6 +176,9 @@ class RenderTest(unittest.TestCase):
         s["verdicts"][1]["raw"]["violations"] = []
         r["sections"]["trace-dip"]["trace"]["active"] = True
         self.assertEqual(outcome.trace_dip(r)[0], "fail")  # no dip was made
+        # ... unless the kernel has no SO_BUF_LOCK: nothing can make one.
+        r["sections"]["trace-dip"]["features"] = {"SO_BUF_LOCK": {"usable": False}}
+        self.assertEqual(outcome.trace_dip(r)[0], "skip")
 
     def test_every_scenario_aborted_is_a_failed_run(self):
         r = self.result()

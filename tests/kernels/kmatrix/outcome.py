@@ -68,6 +68,13 @@ def trace_dip(res):
                 for side in ("raw", "library"):
                     violations += v.get(side, {}).get("violations", [])
     if not violations:
+        lock = (sec.get("features") or {}).get("SO_BUF_LOCK", {})
+        if not lock.get("usable", True):
+            # Without SO_BUF_LOCK nothing sets a send buffer and leaves it
+            # unlocked: the raw recipe stays locked and set_initial leaves
+            # the send side at the kernel's size, with no floor to dip under.
+            return "skip", ("no unlocked send buffer with a floor on a kernel without "
+                            "SO_BUF_LOCK: no dip to attribute")
         return "fail", "no dip below the floor was made: nothing to attribute"
     for x in violations:
         k = x.get("kernel_events", {})

@@ -223,7 +223,8 @@ def main():
           f"RTT source: {source}; kernel {meta.get('kernel', '?')}, "
           f"{meta.get('tcp_congestion_control', '?')}, tcp_rmem {meta.get('tcp_rmem', '?')}, "
           f"tcp_wmem {meta.get('tcp_wmem', '?')}, rmem_max {meta.get('rmem_max', '?')}; "
-          f"{meta.get('cpus', '?')} CPUs shared with other jobs; "
+          f"{meta.get('cpus', '?')} CPUs, load average {meta.get('loadavg_start', '?')} at "
+          f"the start and {meta.get('loadavg_end', '?')} at the end (1, 5, 15 min); "
           f"{meta.get('started', '?')} to {meta.get('finished', '?')}.  ",
           f"Runs with errors (left out): {len(errors)}.", "",
           "## rpc throughput, MB/s (median (min-max, n))", "", sweep_table(c, "rpc"), "",

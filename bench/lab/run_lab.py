@@ -283,7 +283,9 @@ def main():
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": args.runs,
             "run_seconds": RUN_SECONDS, "sizes": SIZES, "bdp_rate_MBps": args.bdp_rate,
             "two_bdp": {f"{r:g}": two_bdp(r, args.bdp_rate) for r in rtts},
-            "cpus": os.cpu_count(), "shared_cpus": True}
+            "cpus": os.cpu_count(),
+            # A benchmark needs the machine to itself: what else ran shows here.
+            "loadavg_start": "%.2f %.2f %.2f" % os.getloadavg()}
     csv_path = os.path.join(args.out, "lab.csv")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
@@ -317,6 +319,7 @@ def main():
     finally:
         L.down()
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        meta["loadavg_end"] = "%.2f %.2f %.2f" % os.getloadavg()
         with open(os.path.join(args.out, "lab_meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
     subprocess.run(["/usr/bin/python3", os.path.join(HERE, "plot_lab.py"), "--results",

@@ -518,7 +518,8 @@ TEST(Reserve, AcceptedSocketsAreReservedListenersAreNot)
 	EXPECT_FALSE(has_line(lines, listener));
 	// The floor inherited from the listener: its 256 KB receive floor
 	// and the send floor 0 (never sized).
-	const std::string accepted = "fd " + std::to_string(a.fd) + " accepted reserve for floor 0/262144 -> ";
+	const std::string accepted =
+	    "fd " + std::to_string(a.fd) + " accepted reserve for floor 0/262144 -> ";
 	if (kernel == 0)
 		EXPECT_TRUE(has_line(lines, accepted + "reserved")) << accepted;
 	else

@@ -37,14 +37,6 @@ std::string describe(const trace::event &ev, int64_t seen_ns)
 	return line;
 }
 
-bool same_socket(const trace::event &ev, const drop_event &e)
-{
-	if (ev.sport < 0 || e.local_port == 0)
-		return false;
-	return (ev.sport == e.local_port && ev.dport == e.remote_port) ||
-	       (ev.sport == e.remote_port && ev.dport == e.local_port);
-}
-
 } // namespace
 
 bool parse_trace_mode(const char *text, trace_mode *out)
@@ -118,16 +110,12 @@ void watch_tracer::explain(const drop_event &e, int64_t ok_mono_ns, int64_t seen
 			fmt::print(to, "    kernel: no events ({})\n", why_not_);
 		return;
 	}
-	std::vector<const trace::event *> own, anon;
-	for (const auto &ev : recent_) {
-		if (ev.time_ns > seen_mono_ns)
-			break;
-		if (same_socket(ev, e) && (ok_mono_ns < 0 || ev.time_ns >= ok_mono_ns))
-			own.push_back(&ev);
-		else if (ev.sport < 0 && ev.sk == 0 && ev.time_ns >= seen_mono_ns - 1'000'000)
-			anon.push_back(&ev);
-	}
-	const auto &pick = own.empty() ? anon : own;
+	// The socket's own events carry its local port first.
+	const trace::nearest_events near = trace::nearest_before(
+	    recent_, seen_mono_ns, ok_mono_ns, e.local_port ? e.local_port : -1, e.remote_port,
+	    1'000'000, shown_per_drop);
+	const auto &own = near.same;
+	const auto &pick = own.empty() ? near.window : own;
 	if (pick.empty()) {
 		fmt::print(to,
 			   "    kernel: no event on this socket between the samples, none "
@@ -137,9 +125,8 @@ void watch_tracer::explain(const drop_event &e, int64_t ok_mono_ns, int64_t seen
 	}
 	fmt::print(to, "    kernel ({}):\n",
 		   own.empty() ? "events naming no socket, same millisecond" : "this socket");
-	for (size_t i = pick.size() > shown_per_drop ? pick.size() - shown_per_drop : 0;
-	     i < pick.size(); i++)
-		fmt::print(to, "      {}\n", describe(*pick[i], seen_mono_ns));
+	for (auto it = pick.rbegin(); it != pick.rend(); ++it) // the nearest last
+		fmt::print(to, "      {}\n", describe(**it, seen_mono_ns));
 }
 
 } // namespace sockbuf::cli::show

@@ -7,6 +7,7 @@
 // permission, an event, a function) is reported and left out.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -119,5 +120,39 @@ private:
 // Where tracefs is mounted ("" if nowhere): /sys/kernel/tracing, else
 // /sys/kernel/debug/tracing.
 std::string find_tracefs();
+
+// What may explain something seen at @at_ns on the socket whose local and
+// remote ports are @sport and @dport (as its own events carry them; -1:
+// unknown): @same, the events on that socket at or after @since_ns (-1:
+// any time); @window, the events naming no socket in the @window_ns before
+// @at_ns.  Nothing after @at_ns; each list nearest first, at most @max.
+struct nearest_events {
+	std::vector<const event *> same, window;
+};
+
+template <class Events>
+nearest_events nearest_before(const Events &events, int64_t at_ns, int64_t since_ns, int sport,
+			      int dport, int64_t window_ns, size_t max)
+{
+	nearest_events out;
+	for (const event &e : events) {
+		if (e.time_ns > at_ns)
+			continue;
+		if (e.sport >= 0) {
+			if (sport >= 0 && e.sport == sport && e.dport == dport &&
+			    e.time_ns >= since_ns)
+				out.same.push_back(&e);
+		} else if (at_ns - e.time_ns <= window_ns) {
+			out.window.push_back(&e);
+		}
+	}
+	for (auto *v : {&out.same, &out.window}) {
+		std::sort(v->begin(), v->end(),
+			  [](const event *a, const event *b) { return a->time_ns > b->time_ns; });
+		if (v->size() > max)
+			v->resize(max);
+	}
+	return out;
+}
 
 } // namespace sockbuf::trace

@@ -63,29 +63,12 @@ json attribute_one(const json &viol, const json &scenario, const std::vector<tra
 		sport = scenario["socket_ports"][sock][0].get<int>();
 		dport = scenario["socket_ports"][sock][1].get<int>();
 	}
-	std::vector<const trace::event *> same, window;
-	for (const auto &e : events) {
-		if (e.time_ns > t_v)
-			continue;
-		if (e.sport >= 0) {
-			if (e.sport == sport && e.dport == dport)
-				same.push_back(&e);
-		} else if (t_v - e.time_ns <= attribution_window_ns) {
-			window.push_back(&e);
-		}
-	}
-	auto nearest = [](std::vector<const trace::event *> *v) {
-		std::sort(v->begin(), v->end(),
-			  [](const auto *a, const auto *b) { return a->time_ns > b->time_ns; });
-		if (v->size() > max_events)
-			v->resize(max_events);
-	};
-	nearest(&same);
-	nearest(&window);
+	const trace::nearest_events near =
+	    trace::nearest_before(events, t_v, -1, sport, dport, attribution_window_ns, max_events);
 	json list = json::array();
-	for (const auto *e : same)
+	for (const auto *e : near.same)
 		list.push_back(event_json(*e, t0, t_v, "socket"));
-	for (const auto *e : window)
+	for (const auto *e : near.window)
 		list.push_back(event_json(*e, t0, t_v, "window"));
 	if (!list.empty()) {
 		k["found"] = true;

@@ -235,9 +235,7 @@ int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned in
 			return ret;
 		exec::reserve_only(o, exec::reserve_amount(want[0], want[1]));
 	} else {
-		std::memset(rep, 0, sizeof(*rep));
-		rep->tcp_state = -1;
-		rep->snd.locked = rep->rcv.locked = -1;
+		exec::clear_report(rep);
 	}
 	for (int i = 0; i < 2; i++) {
 		struct sockbuf_dir_report &d = i == 0 ? rep->snd : rep->rcv;

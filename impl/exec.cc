@@ -169,6 +169,13 @@ void read_back(op &o)
 
 } // namespace
 
+void clear_report(struct sockbuf_report *rep)
+{
+	std::memset(rep, 0, sizeof(*rep));
+	rep->tcp_state = -1;
+	rep->snd.locked = rep->rcv.locked = -1;
+}
+
 int reserve_amount(int snd_floor, int rcv_floor)
 {
 	// One charge: a page fragment of copied data (32 KiB) or an skb's
@@ -182,9 +189,7 @@ int reserve_amount(int snd_floor, int rcv_floor)
 
 void reserve_only(op &o, int bytes)
 {
-	std::memset(o.rep, 0, sizeof(*o.rep));
-	o.rep->tcp_state = -1;
-	o.rep->snd.locked = o.rep->rcv.locked = -1;
+	clear_report(o.rep);
 	o.reserve_bytes = bytes;
 	fd_serial::guard serial(o.fd);
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
@@ -194,9 +199,7 @@ void reserve_only(op &o, int bytes)
 
 int run(op &o, mode m)
 {
-	std::memset(o.rep, 0, sizeof(*o.rep));
-	o.rep->tcp_state = -1;
-	o.rep->snd.locked = o.rep->rcv.locked = -1;
+	clear_report(o.rep);
 
 	int plan[2] = {SOCKBUF_STRAT_NONE, SOCKBUF_STRAT_NONE};
 	for (int i = 0; i < 2; i++) {

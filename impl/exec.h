@@ -17,6 +17,10 @@ enum class mode {
 // mode, no mechanism, no fallback) is returned before anything changes.
 int run(op &o, mode m);
 
+// A report that says nothing happened: zeros, tcp_state and the lock
+// states unknown (-1).
+void clear_report(struct sockbuf_report *rep);
+
 // How much SO_RESERVE_MEM keeps a send floor of @snd_floor and a receive
 // floor of @rcv_floor: 2 x send floor + receive floor + one charge's worth
 // (reserve_allowance), at most INT_MAX.  See exec.cc: reserve().

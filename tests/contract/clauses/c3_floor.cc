@@ -56,6 +56,15 @@ void widen(widest_gap *g, int64_t us, const std::string &where)
 	}
 }
 
+// A C3 violation carries the socket's memory state at its first inet_diag
+// sample under the floor: the queues say what moderation could cut to.
+void add_c3_violation(half_verdict *h, const scenario_result &r, const socket_record &s,
+		      std::string what, double t_ms, int64_t value, int64_t floor)
+{
+	add_violation(h, "C3", r, s, std::move(what), t_ms, value, floor);
+	h->violations.back().mem = s.first_below_mem;
+}
+
 } // namespace
 
 verdict judge_c3(const scenario_result &r)
@@ -74,9 +83,9 @@ verdict judge_c3(const scenario_result &r)
 			if (nt.t->samples)
 				widen(&raw_gap, nt.t->max_gap_us, nt.what);
 			if (nt.floor > 0 && nt.t->below_floor)
-				add_violation(&v.raw, "C3", r, s, nt.what,
-					      double(nt.t->first_below_us) / 1e3,
-					      nt.t->lowest_below, nt.floor);
+				add_c3_violation(&v.raw, r, s, nt.what,
+						 double(nt.t->first_below_us) / 1e3,
+						 nt.t->lowest_below, nt.floor);
 		}
 	});
 	const char *sources = r.sampler.diag_err ? " (getsockopt only: inet_diag unavailable)" : "";
@@ -107,22 +116,22 @@ verdict judge_c3(const scenario_result &r)
 			dips++;
 			longest = std::max(longest, nt.t->longest_below_us);
 			if (nt.t->longest_below_us > bound)
-				add_violation(&v.lib, "C3", r, s,
-					      fmt::format("{} under the floor for {:.1f} ms",
-							  nt.what,
-							  double(nt.t->longest_below_us) / 1e3),
-					      double(nt.t->first_below_us) / 1e3,
-					      nt.t->lowest_below, nt.floor);
+				add_c3_violation(&v.lib, r, s,
+						 fmt::format("{} under the floor for {:.1f} ms",
+							     nt.what,
+							     double(nt.t->longest_below_us) / 1e3),
+						 double(nt.t->first_below_us) / 1e3,
+						 nt.t->lowest_below, nt.floor);
 		}
 		if (seen == 0)
 			widen(&gap, int64_t(r.seconds * 1e6),
 			      fmt::format("{} (never sampled)", s.name));
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
-			add_violation(&v.lib, "C3", r, s, "SO_SNDBUF at the end", -1,
-				      s.after.gs_snd, s.snd.floor);
+			add_c3_violation(&v.lib, r, s, "SO_SNDBUF at the end", -1, s.after.gs_snd,
+					 s.snd.floor);
 		if (s.after.taken && s.rcv.floor > 0 && s.after.gs_rcv < s.rcv.floor)
-			add_violation(&v.lib, "C3", r, s, "SO_RCVBUF at the end", -1,
-				      s.after.gs_rcv, s.rcv.floor);
+			add_c3_violation(&v.lib, r, s, "SO_RCVBUF at the end", -1, s.after.gs_rcv,
+					 s.rcv.floor);
 	});
 	// Reserve mode: never below where SO_RESERVE_MEM is in force.
 	int reserved = 0, unreserved = 0, reserve_err = 0;
@@ -138,20 +147,27 @@ verdict judge_c3(const scenario_result &r)
 		for (const auto &nt : tracks_of(s)) {
 			reserve_samples += nt.t->samples;
 			if (nt.floor > 0 && nt.t->below_floor)
-				add_violation(&v.lib, "C3", r, s,
-					      fmt::format("{} under the floor with SO_RESERVE_MEM "
-							  "in force",
-							  nt.what),
-					      double(nt.t->first_below_us) / 1e3,
-					      nt.t->lowest_below, nt.floor);
+				add_c3_violation(
+				    &v.lib, r, s,
+				    fmt::format("{} under the floor with SO_RESERVE_MEM "
+						"in force",
+						nt.what),
+				    double(nt.t->first_below_us) / 1e3, nt.t->lowest_below,
+				    nt.floor);
 		}
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
-			add_violation(&v.lib, "C3", r, s, "SO_SNDBUF at the end (reserve)", -1,
-				      s.after.gs_snd, s.snd.floor);
+			add_c3_violation(&v.lib, r, s, "SO_SNDBUF at the end (reserve)", -1,
+					 s.after.gs_snd, s.snd.floor);
 	});
 	if (r.guard.restore_errors)
-		v.lib.violations.push_back({"C3", r.name, "floor guard", "restore_floor failed", -1,
-					    int64_t(r.guard.restore_errors), 0});
+		v.lib.violations.push_back({"C3",
+					    r.name,
+					    "floor guard",
+					    "restore_floor failed",
+					    -1,
+					    int64_t(r.guard.restore_errors),
+					    0,
+					    {}});
 	std::string why = fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms){}", n, samples,
 				      double(gap.us) / 1e3, sources);
 	if (dips || r.guard.restores)

@@ -158,4 +158,16 @@ std::string kernel_events_text(const json &violation)
 	return s;
 }
 
+std::string violation_memory_text(const json &violation)
+{
+	if (!violation.contains("memory"))
+		return "";
+	const json &m = violation["memory"];
+	return fmt::format("memory at the first inet_diag sample under the floor ({:.1f} ms): "
+			   "sndbuf {}, rcvbuf {}, wmem_queued {}, rmem_alloc {}, fwd_alloc {}",
+			   m["t_ms"].get<double>(), m["sndbuf"].get<int64_t>(),
+			   m["rcvbuf"].get<int64_t>(), m["wmem_queued"].get<int64_t>(),
+			   m["rmem_alloc"].get<int64_t>(), m["fwd_alloc"].get<int64_t>());
+}
+
 } // namespace sockbuf::contract

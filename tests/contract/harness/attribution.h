@@ -33,4 +33,9 @@ void attribute_c3(json *scenario, const std::vector<trace::event> &events, const
 // One line: a violation's kernel events, "" when it carries none.
 std::string kernel_events_text(const json &violation);
 
+// One line: the socket's queues at its first inet_diag sample under the
+// floor ("memory at 1115.1 ms: sndbuf 281360, wmem_queued ..."), "" when
+// the violation carries none.
+std::string violation_memory_text(const json &violation);
+
 } // namespace sockbuf::contract

@@ -65,6 +65,14 @@ struct dir_setup {
 	int strategy = -1; // library report's enum sockbuf_strategy
 };
 
+// SK_MEMINFO of one inet_diag sample: what moderation works from
+// (sk_stream_moderate_sndbuf() keeps max(min(sndbuf, wmem_queued / 2),
+// reserved - wmem_queued - rmem_alloc)).  t_ms < 0: none taken.
+struct mem_state {
+	double t_ms = -1;
+	int64_t sndbuf = -1, rcvbuf = -1, wmem_queued = -1, rmem_alloc = -1, fwd_alloc = -1;
+};
+
 struct socket_record {
 	std::string name; // "bulk/lib_initial/c0/server"
 	arm a = arm::untouched;
@@ -100,6 +108,8 @@ struct socket_record {
 
 	// Sampled during traffic.
 	track gs_snd, gs_rcv, diag_snd, diag_rcv;
+	// The memory state at the first inet_diag sample under a floor.
+	mem_state first_below_mem;
 };
 
 // Floor guard (library arm): what check/restore did.
@@ -143,6 +153,7 @@ struct violation {
 	std::string clause, scenario, socket, what;
 	double t_ms = -1;
 	int64_t value = -1, floor = -1;
+	mem_state mem; // the socket's first_below_mem, where there is one
 };
 
 struct half_verdict {

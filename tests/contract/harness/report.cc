@@ -42,6 +42,13 @@ json half_json(const half_verdict &h)
 			     {"t_ms", x.t_ms},
 			     {"value", x.value},
 			     {"expected", x.floor}});
+		if (x.mem.t_ms >= 0)
+			v.back()["memory"] = {{"t_ms", x.mem.t_ms},
+					      {"sndbuf", x.mem.sndbuf},
+					      {"rcvbuf", x.mem.rcvbuf},
+					      {"wmem_queued", x.mem.wmem_queued},
+					      {"rmem_alloc", x.mem.rmem_alloc},
+					      {"fwd_alloc", x.mem.fwd_alloc}};
 	}
 	json j = {{"verdict", outcome_name(h.o)},
 		  {"why", h.why},
@@ -326,6 +333,9 @@ std::string text_report(const json &doc)
 					if (!ev.empty())
 						line += text::wrap("first violation's " + ev,
 								   "      ", "        ");
+					std::string mem = violation_memory_text(h["violations"][0]);
+					if (!mem.empty())
+						line += text::wrap(mem, "      ", "        ");
 				}
 				if (o == outcome::fail)
 					fails += line;

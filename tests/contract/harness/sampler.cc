@@ -138,9 +138,24 @@ void sampler::cycle(int64_t t_us)
 		if (filter_)
 			filter_(t_us, s, source::inet_diag, &snd, &rcv);
 		record(&s, source::inet_diag, snd, rcv, t_us);
+		keep_first_below(&s, si, snd, rcv, t_us);
 	});
 	if (err < 0)
 		stats_.diag_err = err;
+}
+
+// The queues beside the first size under a floor: whether moderation could
+// cut that low (wmem_queued / 2) and what a reservation had left.
+void sampler::keep_first_below(socket_record *s, const diag::socket_info &si, int64_t snd,
+			       int64_t rcv, int64_t t_us)
+{
+	if (s->first_below_mem.t_ms >= 0)
+		return;
+	int fs = floor_of(s->snd), fr = floor_of(s->rcv);
+	if (!((fs > 0 && snd >= 0 && snd < fs) || (fr > 0 && rcv >= 0 && rcv < fr)))
+		return;
+	s->first_below_mem = {double(t_us) / 1e3, snd,		 rcv,
+			      si.wmem_queued,	  si.rmem_alloc, si.fwd_alloc};
 }
 
 void sampler::learn_ids()

@@ -38,6 +38,8 @@ public:
 
 	// One sample of one socket (the sampler's own path, public for tests).
 	static void record(socket_record *s, source src, int64_t snd, int64_t rcv, int64_t t_us);
+	static void keep_first_below(socket_record *s, const diag::socket_info &si, int64_t snd,
+				     int64_t rcv, int64_t t_us);
 
 private:
 	void loop();

@@ -7,6 +7,7 @@
 // with a report that names the clause, scenario, socket, time, value and
 // the expected value.  Every clause C1-C7 has at least one such test.
 // Controls show the same runs pass where nothing was done wrong.
+#include "attribution.h"
 #include "clauses.h"
 #include "clock.h"
 #include "flow_traffic.h"
@@ -156,6 +157,20 @@ TEST(SuiteFails, LoweredUnlockedBufferFailsC3Raw)
 	expect_violation(v.raw, "C3", "/raw_unlock/", 131072);
 	EXPECT_EQ(v.raw.violations.front().value, 65536)
 	    << "the lowered size, as the kernel stores it";
+	// The memory state beside the first inet_diag sample under the floor:
+	// that sample's size, taken no earlier than the injection, with the
+	// queues the kernel reported.
+	const mem_state &m = v.raw.violations.front().mem;
+	EXPECT_EQ(m.sndbuf, 65536);
+	EXPECT_GE(m.t_ms, double(inject_at_ms));
+	EXPECT_GE(m.wmem_queued, 0);
+	EXPECT_GE(m.rmem_alloc, 0);
+	EXPECT_GE(m.fwd_alloc, 0);
+	json doc = report_of(r, {v});
+	const json &x = doc["scenarios"][0]["verdicts"][0]["raw"]["violations"][0];
+	ASSERT_TRUE(x.contains("memory")) << x.dump();
+	EXPECT_EQ(x["memory"]["sndbuf"].get<int64_t>(), 65536);
+	EXPECT_NE(violation_memory_text(x).find("wmem_queued"), std::string::npos);
 	// Nothing touched the library arm: its verdict stays a pass.
 	expect_pass_unless_sparse(v.lib);
 }

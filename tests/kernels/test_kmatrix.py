@@ -122,6 +122,20 @@ class RenderTest(unittest.TestCase):
         self.assertIn("FAILS: rcv 128K, snd 85K of 128K (unlock/default)", text)
         self.assertNotIn("holds: rcv 128K, snd 85K", text)
 
+    def test_library_c1_holds_when_the_kernel_grew_an_unlocked_buffer(self):
+        # On loopback tcp_sndbuf_expand raises an unlocked send buffer to
+        # 1.3M at the handshake: the request was in force and autotunes.
+        r = self.result()
+        for x in r["sections"]["check-rtt50"]["runs"][1:2]:
+            x["sender"] = _track(1320192, 1320192, 4194304, 131072)
+        text = render.render([r], None)
+        self.assertIn("holds: rcv 128K, snd 1.3M of 128K (unlock/unlock)", text)
+        self.assertIn("grown by the kernel at the handshake", text)
+        # Locked and above the request is not the request.
+        for x in r["sections"]["check-rtt50"]["runs"][1:2]:
+            x["sender"] = _track(1320192, 1320192, 4194304, 131072, lock=3)
+        self.assertIn("FAILS: rcv 128K, snd 1.3M of 128K", render.render([r], None))
+
     def contract(self, scenarios):
         return {"suite": "sockbuf-contract", "scenarios": scenarios}
 
@@ -252,7 +266,10 @@ class MemcgRenderTest(unittest.TestCase):
         self.assertIn("below it 700 ms, samples up to 40 ms apart)", raw[0])
         self.assertIn("1000 bytes verified", raw[0])
         self.assertIn("BYTES NOT VERIFIED", raw[1])
-        self.assertTrue(lib[0].startswith("**FAILS library** memcg set_initial:"))
+        # set_initial alone keeps no floor: shown, never a library failure.
+        self.assertTrue(lib[0].startswith("memcg set_initial:"), lib[0])
+        self.assertIn("not judged: set_initial alone keeps no floor", lib[0])
+        self.assertFalse(render._cell_fails(lib[0]), lib[0])
         self.assertIn("reservation in force (256K..256K)", lib[1])
         self.assertNotIn("FAILS", lib[1])
 

@@ -5,6 +5,8 @@
 
 #include <sockbuf/sockbuf.h>
 
+#include <cerrno>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 
 namespace sockbuf::buffer
@@ -14,6 +16,9 @@ namespace
 {
 constexpr int opt_size[2] = {SO_SNDBUF, SO_RCVBUF};
 constexpr int opt_force[2] = {SO_SNDBUFFORCE, SO_RCVBUFFORCE};
+// The kernel copies min(optlen, its array): ask for the first four u32
+// only, up to SK_MEMINFO_SNDBUF.
+static_assert(SK_MEMINFO_RCVBUF < 4 && SK_MEMINFO_SNDBUF < 4);
 } // namespace
 
 int set_size(int fd, int i, int size, bool force)
@@ -25,6 +30,30 @@ int set_size(int fd, int i, int size, bool force)
 int get_size(int fd, int i, int *out)
 {
 	return sys::get_int(fd, SOL_SOCKET, opt_size[i], out);
+}
+
+int meminfo_snd(const uint32_t *mem)
+{
+	return int(mem[SK_MEMINFO_SNDBUF]);
+}
+
+int meminfo_rcv(const uint32_t *mem)
+{
+	return int(mem[SK_MEMINFO_RCVBUF]);
+}
+
+int get_sizes(int fd, int *snd_out, int *rcv_out)
+{
+	uint32_t mem[meminfo_len / sizeof(uint32_t)] = {};
+	socklen_t len = meminfo_len;
+	int ret = sys::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len);
+	if (ret < 0)
+		return ret;
+	if (len != meminfo_len)
+		return -EPROTO;
+	*snd_out = meminfo_snd(mem);
+	*rcv_out = meminfo_rcv(mem);
+	return 0;
 }
 
 int get_lock(int fd, int *bits)

@@ -182,6 +182,7 @@ int floor_guard::remove(int fd)
 		if (entries_[i].fd != fd)
 			continue;
 		registry::withdraw(entries_[i].inode, registry::by_guard);
+		sweep_forget(i);
 		entries_.erase(entries_.begin() + long(i));
 		rebuild_index();
 		stats_.sockets = int(entries_.size());
@@ -227,6 +228,56 @@ int floor_guard::choose_source() const
 	return chosen;
 }
 
+// One SO_MEMINFO gives both sizes: worth it only when both are floored.
+bool floor_guard::both_in_one_read(const entry &e) const
+{
+	return meminfo_ok_ && e.floor.snd && e.floor.rcv;
+}
+
+// Which entries this pass checks the identity of.  A round's step is fixed
+// when it begins, so a round lasts at most sweep_passes passes however the
+// set changes meanwhile.
+void floor_guard::plan_sweep()
+{
+	const size_t n = entries_.size();
+	if (sweep_next_ >= sweep_end_) {
+		sweep_next_ = 0;
+		sweep_end_ = n;
+		sweep_step_ = std::max<size_t>(1, (n + sweep_passes - 1) / sweep_passes);
+	}
+	sweep_lo_ = sweep_next_;
+	sweep_next_ = std::min(sweep_end_, sweep_lo_ + sweep_step_);
+}
+
+bool floor_guard::in_sweep(size_t i) const
+{
+	return i >= sweep_lo_ && i < sweep_next_;
+}
+
+// Entry i leaves: the sweep's indices keep naming the same entries.  With
+// several leaving, call it from the highest index down.
+void floor_guard::sweep_forget(size_t i)
+{
+	if (i < sweep_lo_)
+		sweep_lo_--;
+	if (i < sweep_next_)
+		sweep_next_--;
+	if (i < sweep_end_)
+		sweep_end_--;
+}
+
+// Does the fd still name the socket added?  Its cookie says so for sure;
+// without one (a kernel before 4.12), its inode.
+bool floor_guard::same_socket(const entry &e) const
+{
+	if (e.cookie == 0)
+		return diag::socket_inode(e.fd) == int64_t(e.inode);
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	return sys::getsockopt(e.fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) == 0 &&
+	       len == sizeof(cookie) && cookie == e.cookie;
+}
+
 // One dump of this namespace's TCP sockets; only the guarded ones are kept.
 void floor_guard::read_sizes_from_dump()
 {
@@ -253,11 +304,12 @@ void floor_guard::read_sizes_from_dump()
 	}
 }
 
-// The floored directions of every socket, and its cookie (is the fd still
-// the socket added?), through io_uring: a few io_uring_enter calls for the
-// whole guard.  A socket whose cookie does not match, or whose reads
-// failed, is left unread: the pass reads it with getsockopt, which also
-// finds out whether it is gone.
+// The floored directions of every socket through io_uring, a few
+// io_uring_enter calls for the whole guard; the cookie only of the
+// sockets in this pass's identity sweep.  A socket whose cookie does not
+// match leaves; one whose reads failed is left unread: the pass reads it
+// with getsockopt, which also finds out whether it is gone.  Sockets
+// without a cookie are read with getsockopt too.
 bool floor_guard::read_sizes_from_ring(pid_t self)
 {
 	int ret = ring_.open(self);
@@ -267,10 +319,19 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 		for (size_t i = 0; i < entries_.size(); i++) {
 			const entry &e = entries_[i];
 			ring_vals &v = ring_vals_[i];
-			v = {0, -1, -1};
+			v = {};
 			if (e.cookie == 0)
 				continue;
-			ring_reads_.push_back({e.fd, SO_COOKIE, &v.cookie, sizeof(v.cookie), 0});
+			v.cookie_read = in_sweep(i);
+			if (v.cookie_read)
+				ring_reads_.push_back(
+				    {e.fd, SO_COOKIE, &v.cookie, sizeof(v.cookie), 0});
+			v.meminfo_read = both_in_one_read(e);
+			if (v.meminfo_read) {
+				ring_reads_.push_back(
+				    {e.fd, SO_MEMINFO, v.mem, buffer::meminfo_len, 0});
+				continue;
+			}
 			if (e.floor.snd)
 				ring_reads_.push_back({e.fd, SO_SNDBUF, &v.snd, sizeof(v.snd), 0});
 			if (e.floor.rcv)
@@ -289,18 +350,32 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 		if (e.cookie == 0)
 			continue;
 		const ring_vals &v = ring_vals_[i];
-		bool ok = ring_reads_[k].res == int(sizeof(uint64_t)) && v.cookie == e.cookie;
-		k++;
-		sizes got{-1, -1, true};
-		if (e.floor.snd) {
-			ok = ok && ring_reads_[k].res == int(sizeof(int));
-			got.snd = v.snd;
-			k++;
+		bool ok = true;
+		sizes got{-1, -1, false};
+		if (v.cookie_read) {
+			ok = ring_reads_[k++].res == int(sizeof(uint64_t));
+			if (ok && v.cookie != e.cookie) {
+				gone_[i] = 1; // the number now names another socket
+				k += v.meminfo_read ? 1 : !!e.floor.snd + !!e.floor.rcv;
+				continue;
+			}
+			got.verified = ok;
 		}
-		if (e.floor.rcv) {
-			ok = ok && ring_reads_[k].res == int(sizeof(int));
+		if (v.meminfo_read) {
+			const int res = ring_reads_[k++].res;
+			if (res == -ENOPROTOOPT)
+				meminfo_ok_ = false; // before 4.12: read separately from now on
+			ok = ok && res == int(buffer::meminfo_len);
+			got.snd = buffer::meminfo_snd(v.mem);
+			got.rcv = buffer::meminfo_rcv(v.mem);
+		}
+		if (!v.meminfo_read && e.floor.snd) {
+			ok = ok && ring_reads_[k++].res == int(sizeof(int));
+			got.snd = v.snd;
+		}
+		if (!v.meminfo_read && e.floor.rcv) {
+			ok = ok && ring_reads_[k++].res == int(sizeof(int));
 			got.rcv = v.rcv;
-			k++;
 		}
 		if (ok)
 			now_[i] = got;
@@ -308,17 +383,30 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 	return true;
 }
 
-// getsockopt on the fd, after checking it still names the socket added.
+// The floored directions by getsockopt, without asking whether the fd
+// still names the socket (the pass asks where it matters).  False when
+// the fd no longer names a socket: closed, or reused for another file.
 bool floor_guard::read_sizes_one(const entry &e, sizes *out)
 {
-	if (diag::socket_inode(e.fd) != int64_t(e.inode))
-		return false; // closed, or the number now names another file
-	out->verified = true;
-	int v = 0;
-	if (e.floor.snd && buffer::get_size(e.fd, buffer::snd, &v) == 0)
-		out->snd = v;
-	if (e.floor.rcv && buffer::get_size(e.fd, buffer::rcv, &v) == 0)
-		out->rcv = v;
+	int snd = -1, rcv = -1, ret = -ENOPROTOOPT;
+	if (both_in_one_read(e)) {
+		ret = buffer::get_sizes(e.fd, &snd, &rcv);
+		if (ret == -ENOPROTOOPT)
+			meminfo_ok_ = false; // before 4.12: read separately from now on
+	}
+	if (ret == -ENOPROTOOPT) {
+		ret = 0;
+		if (e.floor.snd)
+			ret = buffer::get_size(e.fd, buffer::snd, &snd);
+		if (ret == 0 && e.floor.rcv)
+			ret = buffer::get_size(e.fd, buffer::rcv, &rcv);
+	}
+	if (ret == -EBADF || ret == -ENOTSOCK)
+		return false;
+	if (ret == 0) {
+		out->snd = snd;
+		out->rcv = rcv;
+	}
 	return true;
 }
 
@@ -337,9 +425,10 @@ void floor_guard::check_one(const entry &e, const sizes &now, struct sockbuf_gua
 	if (below == 0)
 		return;
 	p->below += below;
-	// The dump speaks of the socket, not of this fd: make sure the fd
-	// still names it before changing anything through it.
-	if (!now.verified && diag::socket_inode(e.fd) != int64_t(e.inode)) {
+	// The sizes read may be another socket's (the number closed and
+	// reused; a dump speaks of the socket, not of this fd): make sure the
+	// fd still names the socket added before changing anything through it.
+	if (!now.verified && !same_socket(e)) {
 		*gone = true;
 		return;
 	}
@@ -381,6 +470,7 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	}
 	now_.assign(entries_.size(), sizes{});
 	gone_.assign(entries_.size(), 0);
+	plan_sweep();
 	const int source = choose_source();
 	p.diag = src_getsockopt;
 	if (source == src_diag) {
@@ -392,19 +482,23 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	}
 	for (size_t i = 0; i < entries_.size(); i++) {
 		const entry &e = entries_[i];
-		bool seen = now_[i].snd >= 0 || now_[i].rcv >= 0;
-		if (!seen && !read_sizes_one(e, &now_[i])) {
+		sizes &now = now_[i];
+		bool seen = now.snd >= 0 || now.rcv >= 0;
+		if (gone_[i] || (!seen && !read_sizes_one(e, &now)) ||
+		    (in_sweep(i) && !now.verified && !same_socket(e))) {
 			gone_[i] = 1;
 			continue;
 		}
 		bool g = false;
-		check_one(e, now_[i], &p, &g);
+		check_one(e, now, &p, &g);
 		gone_[i] = g;
 	}
 	p.sockets = int(entries_.size());
-	for (size_t i = 0; i < entries_.size(); i++)
-		if (gone_[i])
+	for (size_t i = entries_.size(); i-- > 0;)
+		if (gone_[i]) {
 			registry::withdraw(entries_[i].inode, registry::by_guard);
+			sweep_forget(i);
+		}
 	size_t kept = 0;
 	for (size_t i = 0; i < entries_.size(); i++)
 		if (!gone_[i])

@@ -4,8 +4,24 @@
 // drive passes (a thread, or a timerfd in the caller's loop).  Guards are
 // named by ids through a small table (guard_table.cc), so that a
 // destroyed guard's id gives -EBADF instead of a dangling pointer.
+//
+// What a pass reads: one SO_MEMINFO per socket when both directions are
+// floored (SO_SNDBUF or SO_RCVBUF when one is; both where the kernel has
+// no SO_MEMINFO), and nothing more.  Whether the fd still names the
+// socket added (its SO_COOKIE, or its inode by fstat where the kernel gave
+// no cookie) matters only before the guard changes something, so it is
+// read for a socket found below its floor, right before the restore; a
+// socket that is not the one added leaves the guard unrestored.  A closed
+// fd fails its read (EBADF) and leaves at once.  A number closed and
+// reused for another socket that is not below the old floor would read
+// fine: a rolling sweep also checks the identity of ceil(n / 16) sockets
+// per pass, in rounds of at most sweep_passes passes that each cover every
+// socket registered when the round began.  So such an entry leaves within
+// 2 * sweep_passes passes of the reuse (one round to finish, the next to
+// reach it).
 #pragma once
 
+#include "buffer.h"
 #include "diag.h"
 #include "uring.h"
 
@@ -14,6 +30,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -22,6 +39,10 @@
 
 namespace sockbuf::guard
 {
+
+// The identity sweep's round: every socket registered when a round began
+// has had its identity checked when it ends, at most this many passes later.
+inline constexpr size_t sweep_passes = 16;
 
 // 0, or -EINVAL for bits outside SOCKBUF_GUARD_*.
 int check_flags(unsigned int flags);
@@ -53,22 +74,29 @@ private:
 	struct entry {
 		int fd;
 		int family;	 // AF_INET or AF_INET6 (SO_DOMAIN)
-		uint32_t inode;	 // fstat: is this fd still the socket added?
-		uint64_t cookie; // SO_COOKIE, the same question for io_uring; 0 unknown
+		uint32_t inode;	 // the socket's identity where there is no cookie
+		uint64_t cookie; // SO_COOKIE: is this fd still the socket added? 0 unknown
 		struct sockbuf_floor floor;
 	};
 	struct sizes {
 		int64_t snd = -1, rcv = -1; // -1: not read by the pass's source
-		bool verified = false;	    // the fd was seen to name the socket
+		bool verified = false;	    // this pass saw the fd name the socket
 	};
 	// One socket's io_uring reads.
 	struct ring_vals {
 		uint64_t cookie;
+		uint32_t mem[buffer::meminfo_len / sizeof(uint32_t)];
 		int snd, rcv;
+		bool cookie_read, meminfo_read;
 	};
 
 	void rebuild_index();
 	int choose_source() const;
+	bool both_in_one_read(const entry &e) const;
+	void plan_sweep();
+	bool in_sweep(size_t i) const;
+	void sweep_forget(size_t i);
+	bool same_socket(const entry &e) const;
 	void read_sizes_from_dump();
 	bool read_sizes_from_ring(pid_t self);		 // false: no ring, use getsockopt
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
@@ -92,6 +120,12 @@ private:
 	int diag_err_ = 0;
 	uring::sockopt_ring ring_; // made on the first pass that wants it
 	int uring_err_ = 0;
+	bool meminfo_ok_ = true; // false once SO_MEMINFO gave ENOPROTOOPT (before 4.12)
+	// The identity sweep: this round checks entries [0, sweep_end_), step
+	// of them per pass; this pass [sweep_lo_, sweep_next_).  Indices
+	// follow the entries when others leave (sweep_forget()); entries added
+	// during a round wait for the next one.
+	size_t sweep_lo_ = 0, sweep_next_ = 0, sweep_end_ = 0, sweep_step_ = 0;
 	// The last pass's CPU time by size source (SOCKBUF_GUARD_SRC_*), 0
 	// until measured.  io_uring and getsockopt cost per socket; a dump's
 	// cost is mostly the kernel's walk of its whole established-socket

@@ -515,7 +515,7 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 #define SOCKBUF_GUARD_ALLOW_FORCE (1u << 0)
 /* Also re-apply SO_RESERVE_MEM of the floor on each restore. */
 #define SOCKBUF_GUARD_RESERVE_MEM (1u << 1)
-/* Never use inet_diag: one getsockopt per direction per socket per pass. */
+/* Never use inet_diag: io_uring or getsockopt, one read per socket per pass. */
 #define SOCKBUF_GUARD_NO_DIAG (1u << 2)
 /* Let a forked child run passes on the sockets it shares with its parent
  * (by default a pass in a child returns -ECHILD: the parent guards them). */
@@ -526,7 +526,7 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
  * sockbuf_guard_totals.source. */
-#define SOCKBUF_GUARD_SRC_GETSOCKOPT 0 /* fstat + getsockopt per socket */
+#define SOCKBUF_GUARD_SRC_GETSOCKOPT 0 /* getsockopt per socket */
 #define SOCKBUF_GUARD_SRC_DIAG 1       /* one inet_diag dump */
 #define SOCKBUF_GUARD_SRC_URING 2      /* batched getsockopt over io_uring */
 
@@ -642,9 +642,15 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * @fd:    a TCP socket (listening, connected or not yet either).
  * @floor: the floor; a direction at 0 is not guarded.
  *
- * The socket leaves the guard by itself when it closes (the next pass
- * notices), or with sockbuf_guard_remove().  Sockets accepted from a
- * guarded listener are not guarded: add each one.
+ * The socket leaves the guard by itself when it closes, or with
+ * sockbuf_guard_remove() (call it before close() to have the socket leave
+ * at once).  A closed fd leaves at the next pass (its read fails).  If
+ * the number has meanwhile been reused for another socket, the guard never
+ * restores through it: the entry leaves at the first pass that finds the
+ * new socket below the old floor (the identity is checked before any
+ * restore), otherwise within 32 passes of the reuse (the identity sweep:
+ * see sockbuf_guard_pass()).  Sockets accepted from a guarded listener are
+ * not guarded: add each one.
  *
  * With SOCKBUF_GUARD_RESERVE_MEM memory for the socket's floor (2 x
  * @floor->snd + @floor->rcv + 64 KiB, as for set_initial) is reserved with
@@ -676,13 +682,19 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * @out:   what the pass found and did; may be NULL.
  *
  * Sizes come from one of three sources (SOCKBUF_GUARD_SRC_*): batched
- * getsockopt over io_uring (IORING_OP_URING_CMD, Linux 6.7; per socket
- * its SO_COOKIE, to know the fd still names the socket added, and each
- * guarded direction, thousands per io_uring_enter), an fstat and a
- * getsockopt per guarded direction for each socket, or one inet_diag dump
+ * getsockopt over io_uring (IORING_OP_URING_CMD, Linux 6.7; thousands of
+ * reads per io_uring_enter), getsockopt per socket, or one inet_diag dump
  * of this network namespace's TCP sockets (SK_MEMINFO; only the guarded
- * sockets' address family).  A socket the chosen source could not read
- * (closed, reused fd, other namespace) is read with getsockopt.  A dump
+ * sockets' address family).  io_uring and getsockopt make one read per
+ * socket: SO_MEMINFO when both directions are guarded (Linux 4.12; two
+ * reads where the kernel lacks it), SO_SNDBUF or SO_RCVBUF when one is.
+ * A socket the chosen source could not read (closed, reused fd, other
+ * namespace) is read with getsockopt.  Whether the fd still names the
+ * socket added (SO_COOKIE, or its inode without a cookie) is checked
+ * right before restoring a socket found below its floor (one that fails
+ * leaves unrestored), and by a rolling sweep: ceil(n/16) of the n sockets
+ * per pass, in rounds of at most 16 passes that each check every socket
+ * registered when the round began.  A dump
  * costs mostly the kernel's walk of its whole socket table, whatever the
  * number guarded.  The guard times io_uring on its first pass, getsockopt
  * on the next, a dump only once one of those took over 1 ms of CPU; it

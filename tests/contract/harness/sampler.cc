@@ -84,9 +84,34 @@ void track::end(int64_t t_us)
 sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
     : sockets_(sockets), t0_ns_(t0_ns), period_us_(period_us)
 {
-	for (size_t i = 0; i < sockets_->size(); i++)
-		if ((*sockets_)[i].inode)
-			by_inode_[(*sockets_)[i].inode] = i;
+	for (size_t i = 0; i < sockets_->size(); i++) {
+		const socket_record &s = (*sockets_)[i];
+		if (s.inode)
+			by_inode_[s.inode] = i;
+		if (s.fd < 0 || s.r == role::listener)
+			continue;
+		(s.a == arm::lib_initial ? every_ : turns_).push_back(i);
+	}
+}
+
+std::vector<size_t> sampler::this_cycle()
+{
+	return cycle_plan(every_, turns_, &turn_pos_);
+}
+
+std::vector<size_t> cycle_plan(const std::vector<size_t> &every, const std::vector<size_t> &turns,
+			       size_t *pos)
+{
+	std::vector<size_t> out = every;
+	size_t slice = std::max<size_t>(every.size(), 16);
+	if (turns.size() <= slice) {
+		out.insert(out.end(), turns.begin(), turns.end());
+		return out;
+	}
+	for (size_t k = 0; k < slice; k++)
+		out.push_back(turns[(*pos + k) % turns.size()]);
+	*pos = (*pos + slice) % turns.size();
+	return out;
 }
 
 sampler::~sampler()
@@ -115,21 +140,27 @@ void sampler::record(socket_record *s, source src, int64_t snd, int64_t rcv, int
 	tr.add(rcv, floor_of(s->rcv), t_us);
 }
 
+void sampler::sample(size_t i, int64_t t_us)
+{
+	socket_record &s = (*sockets_)[i];
+	int64_t snd = get_buf(s.fd, SO_SNDBUF), rcv = get_buf(s.fd, SO_RCVBUF);
+	if (filter_)
+		filter_(t_us, s, source::getsockopt, &snd, &rcv);
+	record(&s, source::getsockopt, snd, rcv, t_us);
+	if (i < id_of_.size() && id_of_[i] >= 0)
+		ids_now_.push_back(ids_[size_t(id_of_[i])]);
+}
+
 void sampler::cycle(int64_t t_us)
 {
-	for (auto &s : *sockets_) {
-		if (s.fd < 0 || s.r == role::listener)
-			continue;
-		int64_t snd = get_buf(s.fd, SO_SNDBUF), rcv = get_buf(s.fd, SO_RCVBUF);
-		if (filter_)
-			filter_(t_us, s, source::getsockopt, &snd, &rcv);
-		record(&s, source::getsockopt, snd, rcv, t_us);
-	}
+	ids_now_.clear();
+	for (size_t i : this_cycle())
+		sample(i, t_us);
 	// Per-socket queries by address and cookie: a dump walks every
 	// socket of the host and costs milliseconds; these are lookups.
 	diag::filter f;
 	f.tcp_info = false; // tcp_info takes the socket lock; SK_MEMINFO does not
-	int err = session_.query(ids_, f, [&](const diag::socket_info &si) {
+	int err = session_.query(ids_now_, f, [&](const diag::socket_info &si) {
 		auto it = by_inode_.find(si.inode);
 		if (it == by_inode_.end())
 			return;
@@ -165,9 +196,13 @@ void sampler::learn_ids()
 	f.family = AF_INET;
 	f.tcp_info = false;
 	f.states = ~(1u << TCP_LISTEN); // listeners are not sampled
+	id_of_.assign(sockets_->size(), -1);
 	int err = session_.each(f, [&](const diag::socket_info &si) {
-		if (by_inode_.count(si.inode))
-			ids_.push_back(si);
+		auto it = by_inode_.find(si.inode);
+		if (it == by_inode_.end())
+			return;
+		id_of_[it->second] = int(ids_.size());
+		ids_.push_back(si);
 	});
 	if (err < 0)
 		stats_.diag_err = err;

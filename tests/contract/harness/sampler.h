@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Watches every buffer of a scenario while it changes: getsockopt
-// SO_SNDBUF/SO_RCVBUF on each socket plus one inet_diag dump of SK_MEMINFO
-// per cycle, paced at a fixed period on its own thread.  The sampler only
-// reads the sockets and writes its own records, so a slow cycle delays the
-// next sample, never a transfer.  Records are read after stop().
+// SO_SNDBUF/SO_RCVBUF on each socket plus inet_diag's SK_MEMINFO for it,
+// paced at a fixed period on its own thread.  The sockets whose verdict has
+// a time bound (the floor guard's arm: restored within the bound) are read
+// every cycle; the others take turns, a slice per cycle, once a scenario
+// has more of them than the bounded set (at least 16): a cycle over
+// hundreds of sockets then stays short where the bound needs it.  The
+// sampler only reads the sockets and writes its own records, so a slow
+// cycle delays the next sample, never a transfer.  Records are read after
+// stop().
 #pragma once
 
 #include "diag.h"
@@ -26,6 +31,12 @@ enum class source { getsockopt, inet_diag };
 using sample_filter =
     std::function<void(int64_t t_us, const socket_record &, source, int64_t *snd, int64_t *rcv)>;
 
+// The sockets one cycle reads (indices): all of @every, then the next
+// slice of @turns from *@pos (as many as @every, at least 16; all of
+// @turns while they are no more), advancing *@pos.
+std::vector<size_t> cycle_plan(const std::vector<size_t> &every, const std::vector<size_t> &turns,
+			       size_t *pos);
+
 class sampler
 {
 public:
@@ -45,6 +56,14 @@ private:
 	void loop();
 	void cycle(int64_t t_us);
 	void learn_ids();
+	void sample(size_t i, int64_t t_us);
+	std::vector<size_t> this_cycle();
+
+	// Indices into *sockets_ of the sampled sockets: every cycle, in turns.
+	std::vector<size_t> every_, turns_;
+	size_t turn_pos_ = 0;
+	std::vector<int> id_of_; // socket index -> index into ids_, or -1
+	std::vector<diag::socket_info> ids_now_;
 
 	std::vector<socket_record> *sockets_;
 	std::unordered_map<uint32_t, size_t> by_inode_;

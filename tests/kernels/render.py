@@ -494,11 +494,13 @@ def render(results, summary):
                     continue
                 sd = x["sender"]
                 if sd["min"]["sndbuf"] < initial(sd, "sndbuf"):
+                    chain = check_event_chain(x)
                     fallen.append("- %s (%s), %s: send buffer %s at start, peak %s, "
-                                  "lowest %s; shrunk by %s." % (
+                                  "lowest %s; %sshrunk by %s." % (
                                       r["name"], r.get("release"), x["scenario"],
                                       kb(initial(sd, "sndbuf")), kb(sd["peak"]["sndbuf"]),
                                       kb(sd["min"]["sndbuf"]),
+                                      chain + "; " if chain else "",
                                       code_link(r.get("release"), MODERATE)))
     for r in results:
         c = judged_contract(r)
@@ -537,17 +539,40 @@ def c3_event_chain(contract, scenario, side):
                 return ""
             if not k.get("found"):
                 return "kernel events: none (%s)" % k.get("reason", "")
-            chain = []
-            for e in k.get("events", []):
-                f = e.get("fields", {})
-                mem = ", ".join("%s=%s" % (key, f[key]) for key in (
-                    "allocated", "sysctl_mem", "wmem_queued", "kind") if key in f)
-                chain.append("`%s` %.3f ms before (%s)%s" % (
-                    e["name"], e["before_ms"],
-                    "same socket" if e.get("match") == "socket" else "any socket, same ms",
-                    ": " + mem if mem else ""))
-            return "kernel events: " + " <- ".join(chain)
+            return event_chain(k.get("events", []), "any socket, same ms")
     return ""
+
+
+def event_chain(events, window_label):
+    """"kernel events: `name` 0.090 ms before (same socket): allocated=..., ...
+    <- ...", nearest first, with the memory state the tracepoint printed.
+    @window_label says how an event that names no socket was matched."""
+    chain = []
+    for e in events:
+        f = e.get("fields", {})
+        mem = ", ".join("%s=%s" % (key, f[key]) for key in (
+            "allocated", "sysctl_mem", "wmem_queued", "kind") if key in f)
+        chain.append("`%s` %.3f ms before (%s)%s" % (
+            e["name"], e["before_ms"],
+            "same socket" if e.get("match") == "socket" else window_label,
+            ": " + mem if mem else ""))
+    return "kernel events: " + " <- ".join(chain)
+
+
+def check_event_chain(run):
+    """The kernel events sockbuf-kernel-check recorded before @run's first
+    sample below the send buffer's initial size; "" for results written
+    before it recorded them (or a run that never went below)."""
+    b = (run.get("kernel_events") or {}).get("below_initial")
+    if not b:
+        return ""
+    if not b.get("found"):
+        reason = b.get("reason", "")
+        prefix = "no event seen: "
+        return "no event seen (%s)" % (reason[len(prefix):] if reason.startswith(prefix)
+                                       else reason)
+    return event_chain(b.get("events", []),
+                       "any socket, since the sample before (%.1f ms)" % b.get("window_ms", 0))
 
 
 def _verdicts(c):

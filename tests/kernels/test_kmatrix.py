@@ -225,6 +225,57 @@ class RenderTest(unittest.TestCase):
         self.assertIn("skip: no package", text)
 
 
+class CheckEventsRenderTest(unittest.TestCase):
+    """The guest check's own runs: the kernel events recorded before the
+    first sample below the send buffer's initial size."""
+
+    def result(self, kernel_events=None):
+        r = RenderTest().result()
+        run = r["sections"]["pressure-tcp_mem"]["runs"][0]
+        if kernel_events is not None:
+            run["kernel_events"] = kernel_events
+        return r
+
+    @staticmethod
+    def dip(**k):
+        d = {"t_ms": 812, "sndbuf": 4608, "reference": 131072, "window_ms": 6.5,
+             "found": False}
+        d.update(k)
+        return {"recorder": {"active": True, "enabled": ["sock:sock_exceed_buf_limit"]},
+                "sender_ports": [40000, 5201], "below_initial": d, "below_floor": d}
+
+    def line(self, text):
+        lines = [ln for ln in text.splitlines() if ln.startswith("- 9.9 (") and "tcp_mem" in ln]
+        self.assertEqual(len(lines), 1, text)
+        return lines[0]
+
+    def test_event_chain_before_the_source_link(self):
+        ev = [{"name": "kprobe:sk_stream_wait_memory", "before_ms": 0.09, "match": "socket",
+               "fields": {"sk": "0xffff1"}},
+              {"name": "sock:sock_exceed_buf_limit", "before_ms": 2.5, "match": "window",
+               "fields": {"allocated": "300", "sysctl_mem": "264,264,264",
+                          "wmem_queued": "91136", "kind": "SK_MEM_SEND"}}]
+        line = self.line(render.render([self.result(self.dip(found=True, events=ev))], None))
+        self.assertIn("lowest 4.5K; kernel events: `kprobe:sk_stream_wait_memory` 0.090 ms "
+                      "before (same socket) <- `sock:sock_exceed_buf_limit` 2.500 ms before "
+                      "(any socket, since the sample before (6.5 ms)): allocated=300, "
+                      "sysctl_mem=264,264,264, wmem_queued=91136, kind=SK_MEM_SEND; "
+                      "shrunk by [`sk_stream_moderate_sndbuf`]", line)
+
+    def test_no_event_seen_gives_the_reason(self):
+        k = self.dip(reason="no event seen: no tracefs (neither /sys/kernel/tracing nor "
+                            "/sys/kernel/debug/tracing is mounted)")
+        line = self.line(render.render([self.result(k)], None))
+        self.assertIn("lowest 4.5K; no event seen (no tracefs (neither /sys/kernel/tracing "
+                      "nor /sys/kernel/debug/tracing is mounted)); shrunk by", line)
+
+    def test_results_before_the_recorder_keep_their_text(self):
+        line = self.line(render.render([self.result()], None))
+        self.assertIn("lowest 4.5K; shrunk by [`sk_stream_moderate_sndbuf`]", line)
+        self.assertNotIn("kernel events", line)
+        self.assertNotIn("no event seen", line)
+
+
 class MemcgRenderTest(unittest.TestCase):
     @staticmethod
     def arm(name, min_snd, verified=True, reserved=False):

@@ -276,6 +276,36 @@ class CheckEventsRenderTest(unittest.TestCase):
         self.assertNotIn("no event seen", line)
 
 
+class HeaderTest(unittest.TestCase):
+    def test_one_run_for_all_results_keeps_its_wall_time(self):
+        rs = [{"name": "5.10", "date": "D1", "profile": "full"},
+              {"name": "6.12", "date": "D1", "profile": "full"}]
+        summary = {"date": "D1", "profile": "full", "wall_seconds": 900, "host_release": "h",
+                   "kernels": [{"name": "5.10"}, {"name": "6.12"}]}
+        self.assertEqual(render.run_header(rs, summary),
+                         "Run: D1, profile `full`, matrix wall time 900s on this machine's "
+                         "2 cores (qemu TCG, no KVM), host kernel h.")
+
+    def test_no_dates_no_header(self):
+        self.assertEqual(render.run_header([{"name": "9.9"}], None), "")
+
+    def test_a_kernel_rerun_alone_is_not_the_matrix(self):
+        # run-matrix --only 5.10 replaced matrix.json: its wall time is
+        # 5.10's alone, and the other kernels ran earlier.
+        rs = [{"name": "5.10", "date": "D2", "profile": "full"},
+              {"name": "6.1", "date": "D1", "profile": "full"},
+              {"name": "6.12", "date": "D1", "profile": "full"}]
+        summary = {"date": "D2", "profile": "full", "wall_seconds": 395, "host_release": "h",
+                   "kernels": [{"name": "5.10"}]}
+        head = render.run_header(rs, summary)
+        self.assertIn("Results from 2 runs of `run-matrix`, D1 to D2", head)
+        self.assertIn("D1, profile `full`: 6.1, 6.12;", head)
+        self.assertIn("D2, profile `full`: 5.10 (run separately), wall time 395s", head)
+        self.assertNotIn("matrix wall time", head)
+        text = render.render([dict(r, sections={}) for r in rs], summary)
+        self.assertNotIn("matrix wall time 395", text)
+
+
 class MemcgRenderTest(unittest.TestCase):
     @staticmethod
     def arm(name, min_snd, verified=True, reserved=False):

@@ -508,6 +508,11 @@ def render(results, summary):
                     chain or code_link(r.get("release"), MODERATE)))
     L.extend(fallen or ["- none observed"])
     L.append("")
+    force = render_force_ceiling(results)
+    if force:
+        L.append("## Above the autotuning ceiling (`force-ceiling`)")
+        L.append("")
+        L.extend(force)
     con = [(r["name"], r, contract_rows(r)) for r in results if contract_rows(r)]
     if con:
         L.append("## sockbuf-contract in each guest")
@@ -560,6 +565,81 @@ def run_header(results, summary):
     return ("Results from %d runs of `run-matrix`, %s to %s (qemu TCG, no KVM, this "
             "machine's 2 cores)%s: %s.  Per-kernel wall times in the table below." % (
                 len(dates), dates[0], dates[-1], host_txt, "; ".join(parts)))
+
+
+def _force_side(raw, held, side):
+    """FORCE stored, SO_BUF_LOCK 0 keeps it, lowest over the transfer, for
+    "snd" or "rcv"."""
+    d = raw.get(side, {})
+    if d.get("force_err"):
+        stored = "FORCE failed: %s" % d["force_err"]
+    else:
+        stored = "stored %s" % kb(d.get("stored"))
+    if d.get("unlock_err"):
+        unlock = "`SO_BUF_LOCK` 0: %s" % d["unlock_err"]
+    else:
+        unlock = "unlock %s" % ("keeps it" if d.get("unlock_keeps") else
+                                "→ %s" % kb(d.get("after_unlock")))
+    key, who = ("sender", "sndbuf") if side == "snd" else ("receiver", "rcvbuf")
+    start = held.get("%s_at_setup" % key)
+    low = held.get("%s_min" % key)
+    kept = held.get("%s_kept" % who)
+    transfer = "transfer: %s at connect, lowest %s%s" % (
+        kb(start), kb(low), "" if kept else " (**not kept**)")
+    return "; ".join((stored, unlock, transfer))
+
+
+def _netns_cell(ns):
+    out = []
+    for key in ("net/core/wmem_max", "net/core/rmem_max", "net/ipv4/tcp_wmem"):
+        f = ns.get(key)
+        if f is None:
+            continue
+        name = key.rsplit("/", 1)[1]
+        if not f.get("exists"):
+            out.append("%s: not in a netns" % name)
+        elif "per_netns" in f:
+            out.append("%s: %s" % (name, "per netns" if f["per_netns"] else "shared"))
+        else:
+            out.append("%s: %s" % (name, "writable" if f.get("writable") else "read-only"))
+    if ns and not ns.get("written"):
+        out.append("(not written: no --allow-global-changes)")
+    return ", ".join(out) or "-"
+
+
+def render_force_ceiling(results):
+    """The check's force-ceiling section (scenario initial_force): a size
+    above net.core.[wr]mem_max and tcp_[wr]mem[2] forced with
+    SOCKBUF_F_ALLOW_FORCE, per kernel.  [] when no result has it."""
+    rows = []
+    for r in results:
+        sec = r.get("sections", {}).get("force-ceiling")
+        if not isinstance(sec, dict):
+            continue
+        rs = sec.get("runs", [])
+        if not rs:
+            rows.append("| %s | - | %s | | | |" % (r["name"], esc(sec.get("skip") or sec.get(
+                "error") or "no run")))
+            continue
+        x = rs[0]
+        if "error" in x or "skip" in x:
+            rows.append("| %s | - | %s | | | |" % (r["name"], esc(x.get("error") or x["skip"])))
+            continue
+        raw, held = x.get("force_raw", {}), x.get("force_held", {})
+        rows.append("| %s | %s | %s | %s | %s | %s |" % tuple(esc(c) for c in (
+            r["name"], kb(held.get("size") or raw.get("size")), _force_side(raw, held, "snd"),
+            _force_side(raw, held, "rcv"), _netns_cell(x.get("netns_sysctls", {})),
+            "%.1f MB/s" % x["mbytes_per_s"] if "mbytes_per_s" in x else "-")))
+    if not rows:
+        return []
+    return ["`sockbuf-kernel-check --scenarios initial_force`: `SO_SNDBUFFORCE`/"
+            "`SO_RCVBUFFORCE` of the size on a fresh socket, read back, then `SO_BUF_LOCK` 0 "
+            "(does the forced size stay once unlocked?); then a transfer at the pressure RTT "
+            "with `sockbuf_set_initial_bufsize(SOCKBUF_F_ALLOW_FORCE)` on both ends: the size "
+            "at connect and the lowest sample.  Last column: which sysctls a new network "
+            "namespace has of its own.", "",
+            "| kernel | size | send buffer | receive buffer | sysctls in a new netns | "
+            "throughput |", "|---|---|---|---|---|---|"] + rows + [""]
 
 
 def c3_event_chain(contract, scenario, side):

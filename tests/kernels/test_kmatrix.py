@@ -305,6 +305,28 @@ class HeaderTest(unittest.TestCase):
         text = render.render([dict(r, sections={}) for r in rs], summary)
         self.assertNotIn("matrix wall time 395", text)
 
+    def test_force_ceiling_section(self):
+        r = RenderTest().result()
+        side = {"force_err": None, "stored": 16777216, "unlock_err": None,
+                "after_unlock": 16777216, "unlock_keeps": True}
+        r["sections"]["force-ceiling"] = {"runs": [{
+            "scenario": "initial_force", "mbytes_per_s": 59.5,
+            "force_raw": {"size": 16777216, "snd": side, "rcv": side},
+            "netns_sysctls": {"written": True,
+                              "net/core/wmem_max": {"exists": True, "per_netns": False},
+                              "net/ipv4/tcp_wmem": {"exists": True, "per_netns": True}},
+            "force_held": {"size": 16777216, "sender_at_setup": 16777216,
+                           "receiver_at_setup": 16777216, "sender_min": 4194304,
+                           "receiver_min": 16777216, "sndbuf_kept": False,
+                           "rcvbuf_kept": True}}]}
+        text = render.render([r], None)
+        self.assertIn("## Above the autotuning ceiling (`force-ceiling`)", text)
+        self.assertIn("| 9.9 | 16.0M | stored 16.0M; unlock keeps it; transfer: 16.0M at "
+                      "connect, lowest 4.0M (**not kept**) | stored 16.0M; unlock keeps it; "
+                      "transfer: 16.0M at connect, lowest 16.0M | wmem_max: shared, "
+                      "tcp_wmem: per netns | 59.5 MB/s |", text)
+        self.assertNotIn("force-ceiling", render.render([RenderTest().result()], None))
+
 
 class MemcgRenderTest(unittest.TestCase):
     @staticmethod

@@ -176,6 +176,7 @@ TEST(kevents_live, wrapper_records_and_leaves_nothing)
 	std::printf("%s\n", j.dump(1).c_str());
 	EXPECT_TRUE(j["recorder"]["active"].get<bool>());
 	EXPECT_GT(j["sender_ports"][0].get<int>(), 0);
+	EXPECT_GE(j["recorder"]["seen"]["sock:inet_sock_set_state"]["count"].get<long>(), 1);
 	ASSERT_FALSE(j["below_initial"].is_null());
 	// Its connect (inet_sock_set_state, on this socket) came before the
 	// first sample.

@@ -195,6 +195,20 @@ ojson run_events::finish(const socket_track &sender)
 			rec["left_after_stop"] = leftovers(tracefs, inst);
 	}
 	rec["events"] = events.size();
+	// Per event name: how many, and the first one's time in the run (ms
+	// from its start), so that an event that fired but matched no dip
+	// still shows.
+	ojson seen = ojson::object();
+	for (const auto &e : events) {
+		if (!seen.contains(e.name))
+			seen[e.name] = {
+			    {"count", 0},
+			    {"first_t_ms", sender.t0_mono_ns >= 0
+					       ? ojson(double(e.time_ns - sender.t0_mono_ns) / 1e6)
+					       : ojson(nullptr)}};
+		seen[e.name]["count"] = seen[e.name]["count"].get<long>() + 1;
+	}
+	rec["seen"] = seen;
 	if (!inactive.empty())
 		rec["reason"] = inactive;
 	ojson j = {{"recorder", rec},

@@ -239,6 +239,109 @@ class RenderTest(unittest.TestCase):
         self.assertIn("skip: no package", text)
 
 
+class CheckEventsRenderTest(unittest.TestCase):
+    """The guest check's own runs: the kernel events recorded before the
+    first sample below the send buffer's initial size."""
+
+    def result(self, kernel_events=None):
+        r = RenderTest().result()
+        run = r["sections"]["pressure-tcp_mem"]["runs"][0]
+        if kernel_events is not None:
+            run["kernel_events"] = kernel_events
+        return r
+
+    @staticmethod
+    def dip(**k):
+        d = {"t_ms": 812, "sndbuf": 4608, "reference": 131072, "window_ms": 6.5,
+             "found": False}
+        d.update(k)
+        return {"recorder": {"active": True, "enabled": ["sock:sock_exceed_buf_limit"]},
+                "sender_ports": [40000, 5201], "below_initial": d, "below_floor": d}
+
+    def line(self, text):
+        lines = [ln for ln in text.splitlines() if ln.startswith("- 9.9 (") and "tcp_mem" in ln]
+        self.assertEqual(len(lines), 1, text)
+        return lines[0]
+
+    def test_event_chain_before_the_source_link(self):
+        ev = [{"name": "kprobe:sk_stream_wait_memory", "before_ms": 0.09, "match": "socket",
+               "fields": {"sk": "0xffff1"}},
+              {"name": "sock:sock_exceed_buf_limit", "before_ms": 2.5, "match": "window",
+               "fields": {"allocated": "300", "sysctl_mem": "264,264,264",
+                          "wmem_queued": "91136", "kind": "SK_MEM_SEND"}}]
+        line = self.line(render.render([self.result(self.dip(found=True, events=ev))], None))
+        self.assertIn("lowest 4.5K; kernel events: `kprobe:sk_stream_wait_memory` 0.090 ms "
+                      "before (same socket) <- `sock:sock_exceed_buf_limit` 2.500 ms before "
+                      "(any socket, since the sample before (6.5 ms)): allocated=300, "
+                      "sysctl_mem=264,264,264, wmem_queued=91136, kind=SK_MEM_SEND; "
+                      "shrunk by [`sk_stream_moderate_sndbuf`]", line)
+
+    def test_no_event_seen_gives_the_reason(self):
+        k = self.dip(reason="no event seen: no tracefs (neither /sys/kernel/tracing nor "
+                            "/sys/kernel/debug/tracing is mounted)")
+        line = self.line(render.render([self.result(k)], None))
+        self.assertIn("lowest 4.5K; no event seen (no tracefs (neither /sys/kernel/tracing "
+                      "nor /sys/kernel/debug/tracing is mounted)); shrunk by", line)
+
+    def test_results_before_the_recorder_keep_their_text(self):
+        line = self.line(render.render([self.result()], None))
+        self.assertIn("lowest 4.5K; shrunk by [`sk_stream_moderate_sndbuf`]", line)
+        self.assertNotIn("kernel events", line)
+        self.assertNotIn("no event seen", line)
+
+
+class HeaderTest(unittest.TestCase):
+    def test_one_run_for_all_results_keeps_its_wall_time(self):
+        rs = [{"name": "5.10", "date": "D1", "profile": "full"},
+              {"name": "6.12", "date": "D1", "profile": "full"}]
+        summary = {"date": "D1", "profile": "full", "wall_seconds": 900, "host_release": "h",
+                   "kernels": [{"name": "5.10"}, {"name": "6.12"}]}
+        self.assertEqual(render.run_header(rs, summary),
+                         "Run: D1, profile `full`, matrix wall time 900s on this machine's "
+                         "2 cores (qemu TCG, no KVM), host kernel h.")
+
+    def test_no_dates_no_header(self):
+        self.assertEqual(render.run_header([{"name": "9.9"}], None), "")
+
+    def test_a_kernel_rerun_alone_is_not_the_matrix(self):
+        # run-matrix --only 5.10 replaced matrix.json: its wall time is
+        # 5.10's alone, and the other kernels ran earlier.
+        rs = [{"name": "5.10", "date": "D2", "profile": "full"},
+              {"name": "6.1", "date": "D1", "profile": "full"},
+              {"name": "6.12", "date": "D1", "profile": "full"}]
+        summary = {"date": "D2", "profile": "full", "wall_seconds": 395, "host_release": "h",
+                   "kernels": [{"name": "5.10"}]}
+        head = render.run_header(rs, summary)
+        self.assertIn("Results from 2 runs of `run-matrix`, D1 to D2", head)
+        self.assertIn("D1, profile `full`: 6.1, 6.12;", head)
+        self.assertIn("D2, profile `full`: 5.10 (run separately), wall time 395s", head)
+        self.assertNotIn("matrix wall time", head)
+        text = render.render([dict(r, sections={}) for r in rs], summary)
+        self.assertNotIn("matrix wall time 395", text)
+
+    def test_force_ceiling_section(self):
+        r = RenderTest().result()
+        side = {"force_err": None, "stored": 16777216, "unlock_err": None,
+                "after_unlock": 16777216, "unlock_keeps": True}
+        r["sections"]["force-ceiling"] = {"runs": [{
+            "scenario": "initial_force", "mbytes_per_s": 59.5,
+            "force_raw": {"size": 16777216, "snd": side, "rcv": side},
+            "netns_sysctls": {"written": True,
+                              "net/core/wmem_max": {"exists": True, "per_netns": False},
+                              "net/ipv4/tcp_wmem": {"exists": True, "per_netns": True}},
+            "force_held": {"size": 16777216, "sender_at_setup": 16777216,
+                           "receiver_at_setup": 16777216, "sender_min": 4194304,
+                           "receiver_min": 16777216, "sndbuf_kept": False,
+                           "rcvbuf_kept": True}}]}
+        text = render.render([r], None)
+        self.assertIn("## Above the autotuning ceiling (`force-ceiling`)", text)
+        self.assertIn("| 9.9 | 16.0M | stored 16.0M; unlock keeps it; transfer: 16.0M at "
+                      "connect, lowest 4.0M (**not kept**) | stored 16.0M; unlock keeps it; "
+                      "transfer: 16.0M at connect, lowest 16.0M | wmem_max: shared, "
+                      "tcp_wmem: per netns | 59.5 MB/s |", text)
+        self.assertNotIn("force-ceiling", render.render([RenderTest().result()], None))
+
+
 class MemcgRenderTest(unittest.TestCase):
     @staticmethod
     def arm(name, min_snd, verified=True, reserved=False):

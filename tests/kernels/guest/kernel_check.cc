@@ -22,9 +22,14 @@
 //                SO_BUF_LOCK 0, set_initial, set_initial with
 //                SOCKBUF_F_RESERVE_MEM, lock_bufsize (see memcg_run.h)
 //
+// The tcp_mem and memcg runs also carry "kernel_events": the kernel events
+// recorded through tracefs (impl/trace) before the sender's first sample
+// below its initial size and its floor, or why none could be (kevents.h).
+//
 // Exit: 0 ran, 1 a transfer could not be set up or (memcg runs, which
 // check the stream) lost or changed bytes, 2 usage, 77 nothing ran.
 #include "force_ceiling.h"
+#include "kevents.h"
 #include "memcg.h"
 #include "memcg_run.h"
 #include "pressure.h"
@@ -38,6 +43,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,6 +62,9 @@ struct options {
 	std::string json_path;
 	std::string memcg_parent = "/sys/fs/cgroup";
 	long long memcg_headroom = 64 << 10;
+	// Record kernel events around the pressure runs (tcp_mem, memcg)
+	// where tracefs allows: "auto" (default) or "off".
+	bool trace = true;
 };
 
 json state_json(const sockbuf_state &s)
@@ -161,7 +170,9 @@ json run_memcg(const options &o, const std::string &name, int port)
 		j["skip"] = "no cgroup v2 memory controller for the groups under " + o.memcg_parent;
 		return j;
 	}
+	run_events ev(o.trace);
 	auto r = run_memcg_transfer(p);
+	j["kernel_events"] = ev.finish(r.sender);
 	j["memcg"] = memcg_json(p, r);
 	if (r.err) {
 		j["error"] = r.what + ": " + std::strerror(-r.err);
@@ -215,8 +226,15 @@ json run_one(const options &o, const std::string &name, int port)
 	tcp_mem_squeeze squeeze(quarter, 3 * quarter);
 	if (squeeze_tcp_mem)
 		p.on_tick = [&](std::chrono::milliseconds now) { squeeze.tick(now); };
+	// Kernel events around the squeezed runs only: the recorder's
+	// setup takes a while under TCG, and nothing shrinks without pressure.
+	std::optional<run_events> ev;
+	if (squeeze_tcp_mem)
+		ev.emplace(o.trace);
 	auto r = run_transfer(p);
 	squeeze.release();
+	if (ev)
+		j["kernel_events"] = ev->finish(r.sender);
 	if (r.err) {
 		j["error"] = std::string(r.what) + ": " + std::strerror(-r.err);
 		return j;
@@ -261,7 +279,7 @@ int usage(std::FILE *to, int status)
 		"untouched,initial,locked,initial_force,tcp_mem,tcp_mem_restore,\n"
 		"                      memcg_raw,memcg_initial,memcg_reserve,memcg_lock,memcg]\n"
 		"         [--memcg-parent DIR] [--memcg-headroom BYTES]\n"
-		"         [--allow-global-changes] [--json PATH]\n");
+		"         [--allow-global-changes] [--trace auto|off] [--json PATH]\n");
 	return status;
 }
 
@@ -302,7 +320,12 @@ bool parse(int argc, char **argv, options &o)
 			o.json_path = next();
 		else if (a == "--memcg-parent")
 			o.memcg_parent = next();
-		else if (a == "--memcg-headroom")
+		else if (a == "--trace") {
+			std::string v = next();
+			if (v != "auto" && v != "off")
+				return false;
+			o.trace = v == "auto";
+		} else if (a == "--memcg-headroom")
 			o.memcg_headroom = std::stoll(next());
 		else
 			return false;
@@ -326,6 +349,8 @@ int main(int argc, char **argv)
 	}
 	if (o.scenarios.empty())
 		o.scenarios = {"untouched", "initial", "locked"};
+	// SIGINT/SIGTERM during a recorded run: take the tracing setup down.
+	sockbuf::trace::recorder::install_signal_teardown();
 	utsname u{};
 	uname(&u);
 	json out = {{"tool", "sockbuf-kernel-check"},

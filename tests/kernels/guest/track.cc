@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "track.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <ctime>
 
 namespace sockbuf::kcheck
 {
@@ -39,6 +43,39 @@ void dip(dip_bounds &d, bool below, long ms, long prev_ms)
 	}
 }
 
+int64_t mono_now_ns()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int port_of(int fd, bool peer)
+{
+	sockaddr_storage a{};
+	socklen_t len = sizeof(a);
+	int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr *>(&a), &len)
+		      : getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+	if (rc < 0)
+		return -1;
+	if (a.ss_family == AF_INET)
+		return ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port);
+	if (a.ss_family == AF_INET6)
+		return ntohs(reinterpret_cast<sockaddr_in6 *>(&a)->sin6_port);
+	return -1;
+}
+
+void note_below(first_below &b, int sndbuf, int reference, long ms, int64_t now, int64_t prev)
+{
+	if (b.ms >= 0 || !reference || sndbuf >= reference)
+		return;
+	b.ms = ms;
+	b.mono_ns = now;
+	b.prev_mono_ns = prev;
+	b.sndbuf = sndbuf;
+	b.reference = reference;
+}
+
 } // namespace
 
 void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
@@ -46,7 +83,11 @@ void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
 	sockbuf_state s{};
 	if (sockbuf_get_state(fd, &s) < 0)
 		return;
+	const int64_t now = mono_now_ns();
 	if (first) {
+		t.local_port = port_of(fd, false);
+		t.remote_port = port_of(fd, true);
+		t.t0_mono_ns = now - int64_t(ms) * 1000000;
 		t.start = s;
 		t.min_snd = t.max_snd = s.sndbuf;
 		t.min_rcv = t.max_rcv = s.rcvbuf;
@@ -66,6 +107,10 @@ void track_sample(int fd, socket_track &t, bool first, long ms, bool series)
 	// sample before: the time below is known only to a sampling interval.
 	const long since = first || t.last_sample_ms < 0 ? 0 : ms - t.last_sample_ms;
 	dip(t.dips_snd, t.floor.snd && s.sndbuf < t.floor.snd, ms, ms - since);
+	const int initial = t.at_setup.sndbuf > 0 ? t.at_setup.sndbuf : t.start.sndbuf;
+	note_below(t.snd_below_initial, s.sndbuf, initial, ms, now, first ? -1 : t.last_mono_ns);
+	note_below(t.snd_below_floor, s.sndbuf, t.floor.snd, ms, now, first ? -1 : t.last_mono_ns);
+	t.last_mono_ns = now;
 	t.last_sample_ms = ms;
 	t.max_gap_ms = std::max(t.max_gap_ms, since);
 	t.end = s;

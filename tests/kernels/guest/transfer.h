@@ -9,6 +9,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +53,17 @@ struct dip_bounds {
 	long first_ms = -1, last_ms = -1, before_ms = -1;
 };
 
+// The first sample that found the send buffer under a reference size
+// (its initial size, or its floor): when, on CLOCK_MONOTONIC (what the
+// tracefs recorder's trace_clock mono gives), and how far the sample
+// before it was, so that kernel events can be matched to it.
+struct first_below {
+	long ms = -1;		   // since the transfer started; -1 never below
+	int64_t mono_ns = -1;	   // CLOCK_MONOTONIC right after the reading
+	int64_t prev_mono_ns = -1; // the sample before (at or above), -1 none
+	int sndbuf = 0, reference = 0;
+};
+
 // What one socket looked like over a transfer.
 struct socket_track {
 	std::string strategy_snd, strategy_rcv; // set_initial/lock report
@@ -80,6 +92,14 @@ struct socket_track {
 	// Time series: {ms, sndbuf, rcvbuf} every series_every, and at every
 	// change in between (at most 2000 such points).
 	std::vector<std::array<long, 3>> series;
+	// The socket's own local and remote ports (host order, read at the
+	// first sample), as its kernel events carry them; -1 unknown.
+	int local_port = -1, remote_port = -1;
+	int64_t last_mono_ns = -1; // CLOCK_MONOTONIC of the last sample
+	int64_t t0_mono_ns = -1;   // CLOCK_MONOTONIC of ms 0, to the ms
+	// Send buffer below its initial size (at_setup, else the first
+	// sample) and below its floor, first sample of each.
+	first_below snd_below_initial, snd_below_floor;
 };
 
 struct transfer_result {

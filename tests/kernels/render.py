@@ -513,11 +513,14 @@ def render(results, summary):
         for cl, sides in _verdicts(c).items():
             if cl != "C3":
                 continue
-            for name, why in sides.get("raw", {}).get("fail", []):
-                chain = c3_event_chain(c, name, "raw")
-                fallen.append("- %s (%s), sockbuf-contract scenario `%s`, C3 raw: %s; %s." % (
-                    r["name"], r.get("release"), name, why,
-                    chain or code_link(r.get("release"), MODERATE)))
+            for side in ("raw", "library"):
+                for name, why in sides.get(side, {}).get("fail", []):
+                    chain = c3_event_chain(c, name, side)
+                    mem = c3_memory(c, name, side)
+                    fallen.append("- %s (%s), sockbuf-contract scenario `%s`, C3 %s: %s; %s%s." % (
+                        r["name"], r.get("release"), name, side, why,
+                        mem + "; " if mem else "",
+                        chain or code_link(r.get("release"), MODERATE)))
     L.extend(fallen or ["- none observed"])
     L.append("")
     force = render_force_ceiling(results)
@@ -670,6 +673,22 @@ def c3_event_chain(contract, scenario, side):
             if not k.get("found"):
                 return "kernel events: none (%s)" % k.get("reason", "")
             return event_chain(k.get("events", []), "any socket, same ms")
+    return ""
+
+
+def c3_memory(contract, scenario, side):
+    """The socket's SK_MEMINFO at the first inet_diag sample under the floor
+    of @scenario's first C3 violation on @side ("" for results without it)."""
+    for s in contract.get("scenarios", []):
+        if s.get("name") != scenario:
+            continue
+        for v in s.get("verdicts", []):
+            viol = v.get(side, {}).get("violations") if v.get("clause") == "C3" else None
+            m = viol[0].get("memory") if viol else None
+            if m:
+                return ("memory at %.1f ms: sndbuf %d, wmem_queued %d, rmem_alloc %d, "
+                        "fwd_alloc %d" % (m["t_ms"], m["sndbuf"], m["wmem_queued"],
+                                          m["rmem_alloc"], m["fwd_alloc"]))
     return ""
 
 

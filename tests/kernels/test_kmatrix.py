@@ -169,6 +169,24 @@ class RenderTest(unittest.TestCase):
         viol["kernel_events"] = {"found": False, "reason": "no tracefs"}
         self.assertIn("kernel events: none (no tracefs)", render.render([r], None))
 
+    def test_c3_library_violation_lists_its_memory_state(self):
+        # Reserve mode under TCP memory pressure: the send buffer equals the
+        # unused reservation; the line carries the suite's memory snapshot.
+        r = self.result()
+        s = self.scenario("pressure")
+        viol = {"socket": "pressure/lib_reserve/c5/client", "t_ms": 1026.7, "value": 281360,
+                "expected": 425984, "what": "SO_SNDBUF (getsockopt) under the floor with "
+                "SO_RESERVE_MEM in force",
+                "memory": {"t_ms": 1026.74, "sndbuf": 281360, "rcvbuf": 425984,
+                           "wmem_queued": 1062128, "rmem_alloc": 0, "fwd_alloc": 281360}}
+        s["verdicts"][1]["library"] = {"verdict": "FAIL", "why": "1 violation(s)",
+                                       "violations_total": 1, "violations": [viol]}
+        r["sections"]["contract"] = self.contract([s])
+        r["section_rc"]["contract"] = 0
+        text = render.render([r], None)
+        self.assertIn("scenario `pressure`, C3 library: 1 violation(s); memory at 1026.7 ms: "
+                      "sndbuf 281360, wmem_queued 1062128, rmem_alloc 0, fwd_alloc 281360", text)
+
     def test_trace_dip_needs_a_kernel_event_before_the_dip(self):
         from kmatrix import outcome
         r = self.result()

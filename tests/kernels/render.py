@@ -23,6 +23,7 @@ SIZE = 131072  # the size the guest check asks set_initial/lock for
 # The kernel code that shrinks an unlocked send buffer under memory
 # pressure, for the rows where that happens.
 MODERATE = "sk_stream_moderate_sndbuf"
+SHOULD_EXPAND = "tcp_should_expand_sndbuf"
 
 
 def code_link(release, ident):
@@ -517,10 +518,11 @@ def render(results, summary):
                 for name, why in sides.get(side, {}).get("fail", []):
                     chain = c3_event_chain(c, name, side)
                     mem = c3_memory(c, name, side)
+                    writer = sndbuf_writer(c3_violations(c, name, side))
                     fallen.append("- %s (%s), sockbuf-contract scenario `%s`, C3 %s: %s; %s%s." % (
                         r["name"], r.get("release"), name, side, why,
                         mem + "; " if mem else "",
-                        chain or code_link(r.get("release"), MODERATE)))
+                        chain or code_link(r.get("release"), writer)))
     L.extend(fallen or ["- none observed"])
     L.append("")
     force = render_force_ceiling(results)
@@ -676,6 +678,16 @@ def c3_event_chain(contract, scenario, side):
     return ""
 
 
+def c3_violations(contract, scenario, side):
+    """The C3 violations of @scenario's @side as the suite listed them."""
+    for s in contract.get("scenarios", []):
+        if s.get("name") == scenario:
+            for v in s.get("verdicts", []):
+                if v.get("clause") == "C3":
+                    return v.get(side, {}).get("violations", [])
+    return []
+
+
 def c3_memory(contract, scenario, side):
     """The socket's SK_MEMINFO at the first inet_diag sample under the floor
     of @scenario's first C3 violation on @side ("" for results without it)."""
@@ -732,17 +744,35 @@ def _verdicts(c):
         for v in sc.get("verdicts", []):
             for side in ("raw", "library"):
                 d = agg.setdefault(v["clause"], {}).setdefault(
-                    side, {"pass": [], "fail": [], "skip": [], "unverified": [], "gap_ms": 0})
+                    side, {"pass": [], "fail": [], "skip": [], "unverified": [], "gap_ms": 0,
+                           "bounds": {}, "writer": {}})
                 verdict = (library_verdict(sc, v) if side == "library"
                            else v.get(side, {}).get("verdict", "skip").lower())
                 key = verdict if verdict in ("pass", "fail", "unverified") else "skip"
                 d[key].append((sc["name"], v.get(side, {}).get("why", "")) if key == "fail"
                               else sc["name"])
+                half = v.get(side, {})
+                if key == "fail":
+                    d["writer"][sc["name"]] = sndbuf_writer(half.get("violations", []))
                 if key == "unverified":
-                    half = v.get(side, {})
-                    d["gap_ms"] = max(d["gap_ms"], half.get(
-                        "max_gap_ms", sc.get("sampler", {}).get("max_gap_ms", 0)))
+                    gap = half.get("max_gap_ms", sc.get("sampler", {}).get("max_gap_ms", 0))
+                    d["gap_ms"] = max(d["gap_ms"], gap)
+                    d["bounds"][sc["name"]] = (gap, half.get("bound_ms", REPAIR_BOUND_MS))
     return agg
+
+
+def sndbuf_writer(violations):
+    """The kernel function that set the first violation's send buffer: a
+    reserved socket whose buffer equals its forward allocation (the unused
+    reservation: reserved - queued - rmem_alloc) was set by
+    tcp_should_expand_sndbuf() under TCP memory pressure; otherwise the
+    moderation, sk_stream_moderate_sndbuf()."""
+    for x in violations[:1]:
+        m = x.get("memory") or {}
+        if ("SO_RESERVE_MEM" in x.get("what", "") and m.get("sndbuf", -1) > 0
+                and m.get("sndbuf") == m.get("fwd_alloc")):
+            return SHOULD_EXPAND
+    return MODERATE
 
 
 def _side_cell(d, release, clause):
@@ -751,13 +781,15 @@ def _side_cell(d, release, clause):
     parts = ["%d pass" % len(d["pass"])] if d["pass"] else []
     for name, why in d["fail"]:
         txt = "**FAIL %s**: %s" % (name, why)
-        # A send buffer under its floor: the kernel's moderation did it.
+        # A send buffer under its floor: the kernel function that set it.
         if clause == "C3" and "sndbuf" in why.lower():
-            txt += " (" + code_link(release, MODERATE) + ")"
+            txt += " (" + code_link(release, d.get("writer", {}).get(name, MODERATE)) + ")"
         parts.append(txt)
     if d["unverified"]:
-        parts.append("%d unverified (samples up to %.0f ms apart, bound %.0f ms: %s)" % (
-            len(d["unverified"]), d["gap_ms"], REPAIR_BOUND_MS, ", ".join(d["unverified"])))
+        bounds = d.get("bounds", {})
+        parts.append("%d unverified (%s)" % (len(d["unverified"]), "; ".join(
+            "%s: samples up to %.0f ms apart, bound %.0f ms" % (
+                (n,) + bounds.get(n, (d["gap_ms"], REPAIR_BOUND_MS))) for n in d["unverified"])))
     if d["skip"]:
         parts.append("%d skip" % len(d["skip"]))
     return "; ".join(parts)
@@ -771,10 +803,15 @@ def render_contract(con):
          "the host runs it without global changes.  Each cell counts the "
          "scenarios; failures are listed with the suite's own reason.  A C3 "
          "library verdict whose samples were further apart than the guard's "
-         "%.0f ms repair bound is *unverified*, not a pass (results recorded "
-         "before the suite reported that itself are read the same way).  A run "
-         "in which no scenario carried traffic judged nothing: it is listed "
-         "as failed, without verdicts." % REPAIR_BOUND_MS, ""]
+         "repair bound (its interval, its longest pass in that scenario and a "
+         "50 ms allowance; given per scenario) is *unverified*, not a pass "
+         "(results recorded before the suite reported that itself are read "
+         "against %.0f ms).  A run in which no scenario carried traffic judged "
+         "nothing: it is listed as failed, without verdicts.  A send buffer "
+         "under its floor links the kernel function that set it: "
+         "`tcp_should_expand_sndbuf` where a reserved socket's buffer equals "
+         "its unused reservation (the suite's memory snapshot), else "
+         "`sk_stream_moderate_sndbuf`." % REPAIR_BOUND_MS, ""]
     clauses = []
     for _, _, c in con:
         for cl in _verdicts(c):

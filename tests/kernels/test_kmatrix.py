@@ -186,6 +186,11 @@ class RenderTest(unittest.TestCase):
         text = render.render([r], None)
         self.assertIn("scenario `pressure`, C3 library: 1 violation(s); memory at 1026.7 ms: "
                       "sndbuf 281360, wmem_queued 1062128, rmem_alloc 0, fwd_alloc 281360", text)
+        # The buffer equals the unused reservation: tcp_should_expand_sndbuf set it.
+        s["verdicts"][1]["library"]["why"] = "1 violation(s); first: ... SO_SNDBUF ..."
+        self.assertIn("ident/tcp_should_expand_sndbuf", render.render([r], None))
+        viol["memory"]["fwd_alloc"] = 999
+        self.assertNotIn("ident/tcp_should_expand_sndbuf", render.render([r], None))
 
     def test_trace_dip_needs_a_kernel_event_before_the_dip(self):
         from kmatrix import outcome
@@ -247,8 +252,11 @@ class RenderTest(unittest.TestCase):
             [self.scenario("bulk", gap=414.0), self.scenario("jitter", gap=12.0),
              self.scenario("shaped", c3_lib="unverified", gap=80.0)])
         text = render.render([r], None)
-        self.assertIn("1 pass; 2 unverified (samples up to 414 ms apart, bound 50 ms: bulk, "
-                      "shaped)", text)
+        self.assertIn("1 pass; 2 unverified (bulk: samples up to 414 ms apart, bound 50 ms; "
+                      "shaped: samples up to 80 ms apart, bound 50 ms)", text)
+        # The suite's own bound, where it reported one.
+        r["sections"]["contract"]["scenarios"][2]["verdicts"][1]["library"]["bound_ms"] = 64.3
+        self.assertIn("shaped: samples up to 80 ms apart, bound 64 ms)", render.render([r], None))
         summary = [l for l in text.splitlines() if l.startswith("| C3 |")][0]
         self.assertTrue(summary.endswith("| 9.9 (bulk, shaped) |"), summary)
 

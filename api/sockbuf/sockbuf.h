@@ -354,8 +354,13 @@ struct sockbuf_floor {
 #define SOCKBUF_F_ALLOW_FORCE (1u << 2)
 /* Also reserve memory with SO_RESERVE_MEM where the kernel allows: 2 x the
  * send floor + the receive floor + 64 KiB, the amount that keeps send-side
- * moderation under memory pressure from cutting the send buffer below its
- * floor while the receive queue stays within its own (sockbuf(7)). */
+ * moderation after a failed charge (a memory cgroup at its limit) from
+ * cutting the send buffer below its floor while the receive queue stays
+ * within its own.  Not under TCP memory pressure (net.ipv4.tcp_mem, or
+ * the cgroup's socket pressure): there the kernel sets the send buffer of a
+ * reserved socket to the unused reservation, reserved - queued, on each
+ * ACK (tcp_should_expand_sndbuf()), below the floor while more than
+ * reserved - floor is queued (sockbuf(7)); use the floor guard there. */
 #define SOCKBUF_F_RESERVE_MEM (1u << 3)
 #define SOCKBUF_F_ALL_                                                                             \
 	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE |            \

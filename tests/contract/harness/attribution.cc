@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "attribution.h"
+#include "event_json.h"
 
 #include <fmt/core.h>
 
@@ -13,24 +14,6 @@ namespace
 {
 
 constexpr size_t max_events = 4;
-
-json event_json(const trace::event &e, int64_t t0, int64_t t_v, const char *match)
-{
-	json f = json::object();
-	for (const auto &[k, v] : e.fields)
-		f[k] = v;
-	json j = {{"name", e.name},
-		  {"t_ms", double(e.time_ns - t0) / 1e6},
-		  {"before_ms", double(t_v - e.time_ns) / 1e6},
-		  {"match", match},
-		  {"pid", e.pid},
-		  {"fields", f}};
-	if (e.sk)
-		j["sk"] = fmt::format("{:#x}", e.sk);
-	if (e.sport >= 0)
-		j["ports"] = {e.sport, e.dport};
-	return j;
-}
 
 std::string join(const std::vector<std::string> &v)
 {
@@ -67,9 +50,9 @@ json attribute_one(const json &viol, const json &scenario, const std::vector<tra
 	    trace::nearest_before(events, t_v, -1, sport, dport, attribution_window_ns, max_events);
 	json list = json::array();
 	for (const auto *e : near.same)
-		list.push_back(event_json(*e, t0, t_v, "socket"));
+		list.push_back(trace::event_json(*e, t0, t_v, "socket"));
 	for (const auto *e : near.window)
-		list.push_back(event_json(*e, t0, t_v, "window"));
+		list.push_back(trace::event_json(*e, t0, t_v, "window"));
 	if (!list.empty()) {
 		k["found"] = true;
 		k["events"] = list;

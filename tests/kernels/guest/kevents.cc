@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "kevents.h"
 
+#include "event_json.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,38 +18,11 @@ namespace sockbuf::kcheck
 namespace
 {
 
-std::string hex(uint64_t v)
-{
-	char b[32];
-	std::snprintf(b, sizeof(b), "%#llx", static_cast<unsigned long long>(v));
-	return b;
-}
-
 std::string ms_text(int64_t ns)
 {
 	char b[32];
 	std::snprintf(b, sizeof(b), "%.3f", double(ns) / 1e6);
 	return b;
-}
-
-// The same keys as the contract suite's events (tests/contract/harness/
-// attribution.cc), so that render.py reads both alike.
-ojson event_json(const trace::event &e, int64_t t0, int64_t t_v, const char *match)
-{
-	ojson f = ojson::object();
-	for (const auto &[k, v] : e.fields)
-		f[k] = v;
-	ojson j = {{"name", e.name},
-		   {"t_ms", double(e.time_ns - t0) / 1e6},
-		   {"before_ms", double(t_v - e.time_ns) / 1e6},
-		   {"match", match},
-		   {"pid", e.pid},
-		   {"fields", f}};
-	if (e.sk)
-		j["sk"] = hex(e.sk);
-	if (e.sport >= 0)
-		j["ports"] = {e.sport, e.dport};
-	return j;
 }
 
 // Nearest first, one per event name, at most kevents_max.
@@ -113,9 +88,9 @@ ojson attribute_below(const first_below &b, const socket_track &t,
 						window, std::numeric_limits<size_t>::max());
 	ojson list = ojson::array();
 	for (const auto *e : one_per_name(near.same))
-		list.push_back(event_json(*e, t.t0_mono_ns, b.mono_ns, "socket"));
+		list.push_back(trace::event_json(*e, t.t0_mono_ns, b.mono_ns, "socket"));
 	for (const auto *e : one_per_name(near.window))
-		list.push_back(event_json(*e, t.t0_mono_ns, b.mono_ns, "window"));
+		list.push_back(trace::event_json(*e, t.t0_mono_ns, b.mono_ns, "window"));
 	if (!list.empty()) {
 		k["found"] = true;
 		k["events"] = list;

@@ -663,19 +663,13 @@ def c3_event_chain(contract, scenario, side):
     """The kernel events the suite recorded before the first C3 violation of
     @scenario's @side ("" when the results carry none: older runs, or no
     tracefs in the guest, whose reason is then given)."""
-    for s in contract.get("scenarios", []):
-        if s.get("name") != scenario:
-            continue
-        for v in s.get("verdicts", []):
-            if v.get("clause") != "C3" or not v.get(side, {}).get("violations"):
-                continue
-            k = v[side]["violations"][0].get("kernel_events")
-            if not k:
-                return ""
-            if not k.get("found"):
-                return "kernel events: none (%s)" % k.get("reason", "")
-            return event_chain(k.get("events", []), "any socket, same ms")
-    return ""
+    viol = c3_violations(contract, scenario, side)
+    k = viol[0].get("kernel_events") if viol else None
+    if not k:
+        return ""
+    if not k.get("found"):
+        return "kernel events: none (%s)" % k.get("reason", "")
+    return event_chain(k.get("events", []), "any socket, same ms")
 
 
 def c3_violations(contract, scenario, side):
@@ -691,17 +685,12 @@ def c3_violations(contract, scenario, side):
 def c3_memory(contract, scenario, side):
     """The socket's SK_MEMINFO at the first inet_diag sample under the floor
     of @scenario's first C3 violation on @side ("" for results without it)."""
-    for s in contract.get("scenarios", []):
-        if s.get("name") != scenario:
-            continue
-        for v in s.get("verdicts", []):
-            viol = v.get(side, {}).get("violations") if v.get("clause") == "C3" else None
-            m = viol[0].get("memory") if viol else None
-            if m:
-                return ("memory at %.1f ms: sndbuf %d, wmem_queued %d, rmem_alloc %d, "
-                        "fwd_alloc %d" % (m["t_ms"], m["sndbuf"], m["wmem_queued"],
-                                          m["rmem_alloc"], m["fwd_alloc"]))
-    return ""
+    viol = c3_violations(contract, scenario, side)
+    m = viol[0].get("memory") if viol else None
+    if not m:
+        return ""
+    return ("memory at %.1f ms: sndbuf %d, wmem_queued %d, rmem_alloc %d, fwd_alloc %d" % (
+        m["t_ms"], m["sndbuf"], m["wmem_queued"], m["rmem_alloc"], m["fwd_alloc"]))
 
 
 def event_chain(events, window_label):

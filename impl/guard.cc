@@ -46,6 +46,17 @@ constexpr int64_t dump_try_ns = 1'000'000;
 
 std::atomic<int> g_forced_source{-1};
 
+// The kernel's cookie of the socket @fd names, 0 without one (a kernel
+// before 4.12, or the read failed).
+uint64_t socket_cookie(int fd)
+{
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	if (sys::getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0 || len != sizeof(cookie))
+		return 0;
+	return cookie;
+}
+
 int64_t now_ns(clockid_t clock = CLOCK_MONOTONIC)
 {
 	struct timespec ts;
@@ -123,10 +134,8 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	ret = sys::get_int(fd, SOL_SOCKET, SO_DOMAIN, &family);
 	if (ret < 0)
 		return ret;
-	uint64_t cookie = 0; // without one, io_uring passes read this socket by getsockopt
-	socklen_t len = sizeof(cookie);
-	if (sys::getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0 || len != sizeof(cookie))
-		cookie = 0;
+	// Without one, io_uring passes read this socket by getsockopt.
+	uint64_t cookie = socket_cookie(fd);
 
 	std::lock_guard<std::mutex> lock(mu_);
 	if (by_inode_.count(uint32_t(inode)))
@@ -272,10 +281,7 @@ bool floor_guard::same_socket(const entry &e) const
 {
 	if (e.cookie == 0)
 		return diag::socket_inode(e.fd) == int64_t(e.inode);
-	uint64_t cookie = 0;
-	socklen_t len = sizeof(cookie);
-	return sys::getsockopt(e.fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) == 0 &&
-	       len == sizeof(cookie) && cookie == e.cookie;
+	return socket_cookie(e.fd) == e.cookie;
 }
 
 // One dump of this namespace's TCP sockets; only the guarded ones are kept.

@@ -747,7 +747,22 @@ def _verdicts(c):
                     gap = half.get("max_gap_ms", sc.get("sampler", {}).get("max_gap_ms", 0))
                     d["gap_ms"] = max(d["gap_ms"], gap)
                     d["bounds"][sc["name"]] = (gap, half.get("bound_ms", REPAIR_BOUND_MS))
+                first = earlier_unverified(sc, v["clause"], side)
+                if first:
+                    d.setdefault("second", []).append((sc["name"], first))
     return agg
+
+
+def earlier_unverified(sc, clause, side):
+    """(gap, bound) of the first attempt when the suite ran @sc twice
+    because @clause's @side came out unverified (harness/attempts.h);
+    None for a scenario run once."""
+    for e in sc.get("earlier_attempts", [])[:1]:
+        for v in e.get("verdicts", []):
+            h = v.get(side, {})
+            if v.get("clause") == clause and h.get("verdict") == "unverified":
+                return (h.get("max_gap_ms", 0), h.get("bound_ms", REPAIR_BOUND_MS))
+    return None
 
 
 def sndbuf_writer(violations):
@@ -779,6 +794,11 @@ def _side_cell(d, release, clause):
         parts.append("%d unverified (%s)" % (len(d["unverified"]), "; ".join(
             "%s: samples up to %.0f ms apart, bound %.0f ms" % (
                 (n,) + bounds.get(n, (d["gap_ms"], REPAIR_BOUND_MS))) for n in d["unverified"])))
+    if d.get("second"):
+        # The verdicts above are these scenarios' second attempts.
+        parts.append("run twice: %s" % "; ".join(
+            "%s (its first attempt unverified: samples up to %.0f ms apart, bound %.0f ms)"
+            % ((n,) + first) for n, first in d["second"]))
     if d["skip"]:
         parts.append("%d skip" % len(d["skip"]))
     return "; ".join(parts)

@@ -246,6 +246,23 @@ class RenderTest(unittest.TestCase):
         r["sections"]["contract"] = {"unparsed": "..."}
         self.assertEqual(render.effective_status(r)[0], "fail")
 
+    def test_second_attempt_is_said(self):
+        # The suite ran "shaped" twice: its first C3 library verdict was
+        # unverified; the second attempt's pass is counted, and said so.
+        r = self.result()
+        sc = self.scenario("shaped", gap=12.0)
+        sc["earlier_attempts"] = [{"verdicts": [
+            {"clause": "C3", "raw": {"verdict": "pass", "why": ""},
+             "library": {"verdict": "unverified", "why": "", "max_gap_ms": 204.0,
+                         "bound_ms": 75.2}}]}]
+        r["sections"]["contract"] = self.contract([self.scenario("bulk", gap=12.0), sc])
+        text = render.render([r], None)
+        self.assertIn("2 pass; run twice: shaped (its first attempt unverified: samples up "
+                      "to 204 ms apart, bound 75 ms)", text)
+        # Run once: nothing said.
+        del sc["earlier_attempts"]
+        self.assertNotIn("run twice", render.render([r], None))
+
     def test_c3_pass_with_sparse_samples_is_unverified(self):
         r = self.result()
         r["sections"]["contract"] = self.contract(

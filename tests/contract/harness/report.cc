@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "report.h"
 
+#include "attempts.h"
 #include "attribution.h"
 #include "clauses.h"
 #include "text_wrap.h"
@@ -357,6 +358,14 @@ std::string text_report(const json &doc)
 	out += "\nFailures:\n" + (fails.empty() ? std::string("  none\n") : fails);
 	out += "Unverified (not failures):\n" +
 	       (unverified.empty() ? std::string("  none\n") : unverified);
+	std::string retried;
+	for (const auto &s : doc["scenarios"]) {
+		std::string line = earlier_attempt_text(s);
+		if (!line.empty())
+			retried += text::wrap(line, "  ", "      ");
+	}
+	if (!retried.empty())
+		out += "Run twice (verdicts above are the second attempt's):\n" + retried;
 	out += "Skipped:\n" + (skips.empty() ? std::string("  none\n") : skips);
 	if (doc.contains("unprivileged_skips"))
 		for (const auto &u : doc["unprivileged_skips"])
@@ -426,6 +435,10 @@ std::string markdown_report(const json &doc)
 				s["sampler"]["max_gap_ms"].get<double>());
 		for (const auto &n : s["notes"])
 			out += "; " + n.get<std::string>();
+		std::string retried = earlier_attempt_text(s);
+		if (!retried.empty())
+			out += "\n\nRun twice, the verdicts below are the second attempt's: " +
+			       retried;
 		out += "\n\n| clause | raw | library |\n|---|---|---|\n";
 		for (const auto &v : s["verdicts"])
 			out += fmt::format("| {} | {}: {} | {}: {} |\n",

@@ -261,7 +261,7 @@ class RenderTest(unittest.TestCase):
                       "to 204 ms apart, bound 75 ms)", text)
         # Run once: nothing said.
         del sc["earlier_attempts"]
-        self.assertNotIn("run twice", render.render([r], None))
+        self.assertNotIn("run twice:", render.render([r], None))
 
     def test_c3_pass_with_sparse_samples_is_unverified(self):
         r = self.result()

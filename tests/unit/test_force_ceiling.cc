@@ -27,13 +27,6 @@ using namespace sockbuf::test;
 namespace
 {
 
-struct sockbuf_probe_info probe()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p;
-}
-
 // Twice the largest ceiling that applies, so the request is above every
 // one of them: 2 x max(sndbuf_max, rcvbuf_max, tcp_wmem[2], tcp_rmem[2]).
 int over_ceiling(const struct sockbuf_probe_info &p)

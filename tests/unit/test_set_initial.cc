@@ -15,13 +15,6 @@ using namespace sockbuf::test;
 namespace
 {
 
-struct sockbuf_probe_info probe()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p;
-}
-
 TEST(SetInitial, SizeInForceInTheLibraryUnitAndUnlocked)
 {
 	if (!has_buf_lock())

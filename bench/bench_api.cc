@@ -44,121 +44,87 @@ private:
 	int fd_;
 };
 
-void fail(benchmark::State &state, const char *what)
+// The timed loop of every benchmark here: @call once per iteration, its
+// result kept from the optimiser; the first failure ends the benchmark with
+// @what as its error.
+template <typename Call> void timed_calls(benchmark::State &state, const char *what, Call call)
 {
-	state.SkipWithError(what);
+	for (auto _ : state) {
+		int ret = call();
+		benchmark::DoNotOptimize(ret);
+		if (ret < 0) {
+			state.SkipWithError(what);
+			break;
+		}
+	}
 }
 
 void BM_set_initial_api(benchmark::State &state)
 {
 	tcp_socket s;
 	struct sockbuf_report rep;
-	for (auto _ : state) {
-		int ret = sockbuf_set_initial_bufsize(s.fd(), request, request, 0, &rep);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "sockbuf_set_initial_bufsize failed");
-			break;
-		}
-	}
+	timed_calls(state, "sockbuf_set_initial_bufsize failed",
+		    [&] { return sockbuf_set_initial_bufsize(s.fd(), request, request, 0, &rep); });
 }
 
 void BM_set_initial_raw(benchmark::State &state)
 {
 	tcp_socket s;
-	for (auto _ : state) {
-		int ret = raw::set_initial(s.fd(), request, request);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "raw set_initial sequence failed");
-			break;
-		}
-	}
+	timed_calls(state, "raw set_initial sequence failed",
+		    [&] { return raw::set_initial(s.fd(), request, request); });
 }
 
 void BM_lock_api(benchmark::State &state)
 {
 	tcp_socket s;
 	struct sockbuf_report rep;
-	for (auto _ : state) {
-		int ret = sockbuf_lock_bufsize(s.fd(), request, request, 0, &rep);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "sockbuf_lock_bufsize failed");
-			break;
-		}
-	}
+	timed_calls(state, "sockbuf_lock_bufsize failed",
+		    [&] { return sockbuf_lock_bufsize(s.fd(), request, request, 0, &rep); });
 }
 
 void BM_lock_raw(benchmark::State &state)
 {
 	tcp_socket s;
-	for (auto _ : state) {
-		int ret = raw::lock(s.fd(), request, request);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "raw lock sequence failed");
-			break;
-		}
-	}
+	timed_calls(state, "raw lock sequence failed",
+		    [&] { return raw::lock(s.fd(), request, request); });
 }
 
 void BM_get_state_api(benchmark::State &state)
 {
 	tcp_socket s;
 	struct sockbuf_state st;
-	for (auto _ : state) {
+	timed_calls(state, "sockbuf_get_state failed", [&] {
 		int ret = sockbuf_get_state(s.fd(), &st);
-		benchmark::DoNotOptimize(ret);
 		benchmark::DoNotOptimize(st);
-		if (ret < 0) {
-			fail(state, "sockbuf_get_state failed");
-			break;
-		}
-	}
+		return ret;
+	});
 }
 
 void BM_get_state_raw(benchmark::State &state)
 {
 	tcp_socket s;
 	struct sockbuf_state st;
-	for (auto _ : state) {
+	timed_calls(state, "raw get_state sequence failed", [&] {
 		int ret = raw::get_state(s.fd(), &st);
-		benchmark::DoNotOptimize(ret);
 		benchmark::DoNotOptimize(st);
-		if (ret < 0) {
-			fail(state, "raw get_state sequence failed");
-			break;
-		}
-	}
+		return ret;
+	});
 }
 
 void BM_check_floor_api(benchmark::State &state)
 {
 	tcp_socket s;
 	const struct sockbuf_floor f = {request / 2, request / 2};
-	for (auto _ : state) {
-		int ret = sockbuf_check_floor(s.fd(), &f, nullptr);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "sockbuf_check_floor failed");
-			break;
-		}
-	}
+	timed_calls(state, "sockbuf_check_floor failed",
+		    [&] { return sockbuf_check_floor(s.fd(), &f, nullptr); });
 }
 
 void BM_check_floor_raw(benchmark::State &state)
 {
 	tcp_socket s;
 	const struct sockbuf_floor f = {request / 2, request / 2};
-	for (auto _ : state) {
-		int ret = raw::check_floor(s.fd(), &f);
-		benchmark::DoNotOptimize(ret);
-		if (ret < 0) {
-			fail(state, "raw check_floor sequence failed");
-			break;
-		}
-	}
+	timed_calls(state, "raw check_floor sequence failed",
+		    [&] { return raw::check_floor(s.fd(), &f); });
 }
 
 // min and max next to median and stddev: the spread is reported as a range.

@@ -335,44 +335,24 @@ void BM_guard_thread_idle_cpu(benchmark::State &state)
 	state.counters["last_source"] = double(t.source);
 }
 
-BENCHMARK_CAPTURE(BM_guard_pass, auto, auto_source, false) -> Arg(10) -> Arg(1000) -> Arg(10000)
-    -> Unit(benchmark::kMicrosecond);
+// The socket counts every pass and dump benchmark runs at, in microseconds.
+void socket_counts(benchmark::internal::Benchmark *b)
+{
+	b->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(BM_guard_pass, auto, auto_source, false) -> Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, getsockopt, SOCKBUF_GUARD_SRC_GETSOCKOPT, false)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_guard_pass, io_uring, SOCKBUF_GUARD_SRC_URING, false)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_guard_pass, inet_diag, SOCKBUF_GUARD_SRC_DIAG, false)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
+    ->Apply(socket_counts);
+BENCHMARK_CAPTURE(BM_guard_pass, io_uring, SOCKBUF_GUARD_SRC_URING, false)->Apply(socket_counts);
+BENCHMARK_CAPTURE(BM_guard_pass, inet_diag, SOCKBUF_GUARD_SRC_DIAG, false)->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, getsockopt_rcv_only, SOCKBUF_GUARD_SRC_GETSOCKOPT, true)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
+    ->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, io_uring_rcv_only, SOCKBUF_GUARD_SRC_URING, true)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_diag_dump, both_families, 0)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_diag_dump, ipv4_only, AF_INET)
-    ->Arg(10)
-    ->Arg(1000)
-    ->Arg(10000)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_getsockopt_loop)->Arg(10)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+    ->Apply(socket_counts);
+BENCHMARK_CAPTURE(BM_diag_dump, both_families, 0)->Apply(socket_counts);
+BENCHMARK_CAPTURE(BM_diag_dump, ipv4_only, AF_INET)->Apply(socket_counts);
+BENCHMARK(BM_getsockopt_loop)->Apply(socket_counts);
 BENCHMARK(BM_guard_thread_idle_cpu)->Arg(0)->Arg(1)->Iterations(30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_guard_thread_during_transfer)
     ->Arg(0)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -29,6 +31,15 @@ latency_summary summarize(std::vector<double> &us_samples)
 	s.p999_us = rank(us_samples, 0.999);
 	s.max_us = us_samples.back();
 	return s;
+}
+
+nlohmann::json latency_json(const latency_summary &s)
+{
+	return {{"p50_us", s.p50_us},
+		{"p90_us", s.p90_us},
+		{"p99_us", s.p99_us},
+		{"p999_us", s.p999_us},
+		{"max_us", s.max_us}};
 }
 
 } // namespace examples

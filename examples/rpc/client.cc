@@ -197,13 +197,9 @@ int run(const examples::options &o)
 			    {"seconds", elapsed},
 			    {"iops", static_cast<double>(s.completed) / elapsed},
 			    {"MBps", mbytes / elapsed},
-			    {"p50_us", lat.p50_us},
-			    {"p90_us", lat.p90_us},
-			    {"p99_us", lat.p99_us},
-			    {"p999_us", lat.p999_us},
-			    {"max_us", lat.max_us},
 			    {"client_bufs", note},
 			    {"error", error}};
+	j.update(examples::latency_json(lat)); // p50_us ... max_us
 	if (o.has("json")) {
 		std::printf("%s\n", j.dump().c_str());
 	} else {

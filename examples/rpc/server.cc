@@ -21,7 +21,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <thread>
@@ -185,43 +184,17 @@ int run(const examples::options &o)
 		pool.emplace_back(worker, std::ref(s));
 	std::vector<std::thread> readers;
 	std::vector<std::weak_ptr<connection>> conns;
-	long accepted = 0, finished = 0;
-	const double start = examples::now_seconds();
-	for (;;) {
-		int timeout_ms = -1;
-		if (seconds > 0) {
-			double left = seconds - (examples::now_seconds() - start);
-			if (left <= 0)
-				break;
-			timeout_ms = static_cast<int>(left * 1000) + 1;
-		}
-		pollfd pfd[3] = {{lfd, POLLIN, 0}, {sigfd, POLLIN, 0}, {finished_fd, POLLIN, 0}};
-		if (poll(pfd, 3, timeout_ms) < 0 && errno != EINTR)
-			throw std::runtime_error("poll failed");
-		if (pfd[1].revents)
-			break;
-		if (pfd[2].revents) {
-			uint64_t n = 0;
-			if (::read(finished_fd, &n, sizeof(n)) == sizeof(n))
-				finished += static_cast<long>(n);
-			if (max_clients && finished >= max_clients)
-				break;
-		}
-		if (pfd[0].revents & POLLIN) {
-			int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-			if (fd < 0)
-				continue;
-			examples::set_nodelay(fd);
-			auto c = std::make_shared<connection>();
-			c->fd = fd;
-			c->sampler = &sampler;
-			c->finished_fd = finished_fd;
-			sampler.add(fd, static_cast<int>(accepted));
-			accepted++;
-			conns.push_back(c);
-			readers.emplace_back(reader, std::ref(s), std::move(c));
-		}
-	}
+	long accepted = 0;
+	examples::accept_until_stopped(lfd, sigfd, finished_fd, seconds, max_clients, [&](int fd) {
+		auto c = std::make_shared<connection>();
+		c->fd = fd;
+		c->sampler = &sampler;
+		c->finished_fd = finished_fd;
+		sampler.add(fd, static_cast<int>(accepted));
+		accepted++;
+		conns.push_back(c);
+		readers.emplace_back(reader, std::ref(s), std::move(c));
+	});
 	// Clean shutdown: no new connections, wake every reader, drain the pool.
 	::close(lfd);
 	for (auto &w : conns)

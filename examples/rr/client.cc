@@ -214,13 +214,9 @@ int run(const examples::options &o)
 			    {"rps", static_cast<double>(completed) / elapsed},
 			    {"Gbps", gbit},
 			    {"MBps", gbit * 1e3 / 8},
-			    {"p50_us", lat.p50_us},
-			    {"p90_us", lat.p90_us},
-			    {"p99_us", lat.p99_us},
-			    {"p999_us", lat.p999_us},
-			    {"max_us", lat.max_us},
 			    {"client_bufs", note},
 			    {"error", error}};
+	j.update(examples::latency_json(lat)); // p50_us ... max_us
 	if (o.has("json")) {
 		std::printf("%s\n", j.dump().c_str());
 	} else {

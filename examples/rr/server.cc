@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <thread>
@@ -92,52 +91,29 @@ int run(const examples::options &o)
 	std::mutex fds_lock;
 	std::vector<int> live; // fds still served, for shutdown
 	std::vector<std::thread> threads;
-	long accepted = 0, finished = 0;
-	const double start = examples::now_seconds();
-	for (;;) {
-		int timeout_ms = -1;
-		if (seconds > 0) {
-			double left = seconds - (examples::now_seconds() - start);
-			if (left <= 0)
-				break;
-			timeout_ms = static_cast<int>(left * 1000) + 1;
+	long accepted = 0;
+	// A thread per connection, which closes it and counts it as ended.
+	auto serve_in_thread = [&](int fd) {
+		sampler.add(fd, static_cast<int>(accepted++));
+		{
+			std::lock_guard<std::mutex> g(fds_lock);
+			live.push_back(fd);
 		}
-		pollfd pfd[3] = {{lfd, POLLIN, 0}, {sigfd, POLLIN, 0}, {s.finished_fd, POLLIN, 0}};
-		if (poll(pfd, 3, timeout_ms) < 0 && errno != EINTR)
-			throw std::runtime_error("poll failed");
-		if (pfd[1].revents)
-			break;
-		if (pfd[2].revents) {
-			uint64_t n = 0;
-			if (::read(s.finished_fd, &n, sizeof(n)) == sizeof(n))
-				finished += static_cast<long>(n);
-			if (max_clients && finished >= max_clients)
-				break;
-		}
-		if (pfd[0].revents & POLLIN) {
-			int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-			if (fd < 0)
-				continue;
-			examples::set_nodelay(fd);
-			sampler.add(fd, static_cast<int>(accepted++));
+		threads.emplace_back([&, fd] {
+			serve(s, fd);
+			sampler.remove(fd);
 			{
 				std::lock_guard<std::mutex> g(fds_lock);
-				live.push_back(fd);
+				std::erase(live, fd);
+				::close(fd);
 			}
-			threads.emplace_back([&, fd] {
-				serve(s, fd);
-				sampler.remove(fd);
-				{
-					std::lock_guard<std::mutex> g(fds_lock);
-					std::erase(live, fd);
-					::close(fd);
-				}
-				uint64_t one = 1;
-				if (::write(s.finished_fd, &one, sizeof(one)) < 0)
-					std::perror("rr-server: eventfd");
-			});
-		}
-	}
+			uint64_t one = 1;
+			if (::write(s.finished_fd, &one, sizeof(one)) < 0)
+				std::perror("rr-server: eventfd");
+		});
+	};
+	examples::accept_until_stopped(lfd, sigfd, s.finished_fd, seconds, max_clients,
+				       serve_in_thread);
 	::close(lfd);
 	{
 		std::lock_guard<std::mutex> g(fds_lock);

@@ -114,20 +114,18 @@ diagnosis diagnose(const shown_socket &s, const net_limits &limits)
 		    dir == SOCKBUF_SND ? s.floor_snd : s.floor_rcv, floor_by_text(s.floor_by)));
 	}
 
-	if (s.lock > 0 && (s.lock & SOCKBUF_RCV) && si.rcvbuf > 0) {
+	// A locked direction, receive first: what its size caps, and what
+	// autotuning could reach without the lock.
+	auto locked = [&](int dir, const char *name, double size, const char *sysctl, int cap) {
+		if (s.lock <= 0 || !(s.lock & dir) || size <= 0)
+			return;
 		d.problem = true;
-		d.lines.push_back(fmt::format("receive buffer locked at {}: {}{}",
-					      human_size(double(si.rcvbuf)),
-					      cap_phrase(double(si.rcvbuf), si),
-					      could_reach("tcp_rmem[2]", limits.tcp_rmem[2])));
-	}
-	if (s.lock > 0 && (s.lock & SOCKBUF_SND) && si.sndbuf > 0) {
-		d.problem = true;
-		d.lines.push_back(fmt::format("send buffer locked at {}: {}{}",
-					      human_size(double(si.sndbuf)),
-					      cap_phrase(double(si.sndbuf), si),
-					      could_reach("tcp_wmem[2]", limits.tcp_wmem[2])));
-	}
+		d.lines.push_back(fmt::format("{} buffer locked at {}: {}{}", name,
+					      human_size(size), cap_phrase(size, si),
+					      could_reach(sysctl, cap)));
+	};
+	locked(SOCKBUF_RCV, "receive", double(si.rcvbuf), "tcp_rmem[2]", limits.tcp_rmem[2]);
+	locked(SOCKBUF_SND, "send", double(si.sndbuf), "tcp_wmem[2]", limits.tcp_wmem[2]);
 	// The window scale is fixed by the handshake: a small one caps the
 	// receive window for the connection's life, whatever the buffer does.
 	if (si.has_tcp_info && connected(si) && si.rcv_wscale >= 0 && limits.tcp_rmem[2] > 0) {

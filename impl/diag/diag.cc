@@ -135,6 +135,31 @@ bool matches(const socket_info &si, const filter &f)
 	return true;
 }
 
+// The attributes every request asks for: SK_MEMINFO, and INET_DIAG_INFO
+// (tcp_info) where @f wants it.
+uint8_t extensions(const filter &f)
+{
+	uint8_t ext = uint8_t(1u << (INET_DIAG_SKMEMINFO - 1));
+	if (f.tcp_info)
+		ext |= uint8_t(1u << (INET_DIAG_INFO - 1));
+	return ext;
+}
+
+// The next datagram of answers on @fd into @buf: its length, or -errno
+// (-EIO when the socket reads EOF).  EINTR is retried.
+ssize_t recv_answers(int fd, std::vector<char> &buf)
+{
+	for (;;) {
+		ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -EIO;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 } // namespace
 
 std::string endpoint::str() const
@@ -181,9 +206,7 @@ int session::dump_family(int family, const filter &f,
 	msg.req.sdiag_family = uint8_t(family);
 	msg.req.sdiag_protocol = IPPROTO_TCP;
 	msg.req.idiag_states = f.states;
-	msg.req.idiag_ext = uint8_t(1u << (INET_DIAG_SKMEMINFO - 1));
-	if (f.tcp_info)
-		msg.req.idiag_ext |= uint8_t(1u << (INET_DIAG_INFO - 1));
+	msg.req.idiag_ext = extensions(f);
 
 	sockaddr_nl kernel = {};
 	kernel.nl_family = AF_NETLINK;
@@ -192,14 +215,9 @@ int session::dump_family(int family, const filter &f,
 		return -errno;
 
 	for (;;) {
-		ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
+		ssize_t n = recv_answers(fd_, buf_);
+		if (n < 0)
+			return int(n);
 		size_t left = size_t(n);
 		for (auto *h = reinterpret_cast<nlmsghdr *>(buf_.data()); NLMSG_OK(h, left);
 		     h = NLMSG_NEXT(h, left)) {
@@ -256,9 +274,7 @@ int session::query_batch(const socket_info *which, size_t n, const filter &f,
 		r.req.sdiag_family = uint8_t(which[i].family);
 		r.req.sdiag_protocol = IPPROTO_TCP;
 		r.req.idiag_states = ~0u;
-		r.req.idiag_ext = uint8_t(1u << (INET_DIAG_SKMEMINFO - 1));
-		if (f.tcp_info)
-			r.req.idiag_ext |= uint8_t(1u << (INET_DIAG_INFO - 1));
+		r.req.idiag_ext = extensions(f);
 		fill_id(&r.req.id, which[i]);
 	}
 	sockaddr_nl kernel = {};
@@ -269,14 +285,9 @@ int session::query_batch(const socket_info *which, size_t n, const filter &f,
 		return -errno;
 	size_t answered = 0;
 	while (answered < n) {
-		ssize_t got = ::recv(fd_, buf_.data(), buf_.size(), 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (got == 0)
-			return -EIO;
+		ssize_t got = recv_answers(fd_, buf_);
+		if (got < 0)
+			return int(got);
 		size_t left = size_t(got);
 		for (auto *h = reinterpret_cast<nlmsghdr *>(buf_.data()); NLMSG_OK(h, left);
 		     h = NLMSG_NEXT(h, left)) {

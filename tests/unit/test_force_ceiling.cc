@@ -2,6 +2,7 @@
 // set_initial above net.core.[wr]mem_max and tcp_[wr]mem[2]: forced and
 // unlocked with CAP_NET_ADMIN, clamped and reported without it, and what a
 // real transfer does to the forced size.
+#include "no_net_admin.h"
 #include "util.h"
 
 #include <sockbuf/sockbuf.h>
@@ -9,10 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <cap-ng.h>
 #include <cerrno>
 #include <chrono>
-#include <linux/capability.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -27,13 +26,6 @@ using namespace sockbuf::test;
 
 namespace
 {
-
-struct sockbuf_probe_info probe()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p;
-}
 
 // Twice the largest ceiling that applies, so the request is above every
 // one of them: 2 x max(sndbuf_max, rcvbuf_max, tcp_wmem[2], tcp_rmem[2]).
@@ -83,15 +75,7 @@ TEST(ForceCeiling, WithoutCapabilityTheClampIsNamed)
 	pid_t pid = ::fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		capng_get_caps_process();
-		capng_update(CAPNG_DROP, (capng_type_t)(CAPNG_EFFECTIVE | CAPNG_PERMITTED),
-			     CAP_NET_ADMIN);
-		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
-			_exit(3);
-		struct sockbuf_probe_info q;
-		if (sockbuf_probe(&q, SOCKBUF_PROBE_FRESH) != 0 ||
-		    (q.features & SOCKBUF_FEAT_FORCE))
-			_exit(4);
+		struct sockbuf_probe_info q = drop_net_admin_in_child();
 		fd s(tcp());
 		struct sockbuf_report rep;
 		if (sockbuf_set_initial_bufsize(s, want, want, SOCKBUF_F_ALLOW_FORCE, &rep) != 0)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // lock_bufsize: a fixed size, autotuning off, reported as such.
+#include "no_net_admin.h"
 #include "seam.h"
 #include "util.h"
 
@@ -7,9 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cap-ng.h>
 #include <cerrno>
-#include <linux/capability.h>
 #include <sys/wait.h>
 
 using namespace sockbuf::test;
@@ -92,15 +91,7 @@ TEST(Lock, WithoutCapabilityForceIsNeverTried)
 	pid_t pid = ::fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		capng_get_caps_process();
-		capng_update(CAPNG_DROP, (capng_type_t)(CAPNG_EFFECTIVE | CAPNG_PERMITTED),
-			     CAP_NET_ADMIN);
-		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
-			_exit(3);
-		struct sockbuf_probe_info p;
-		if (sockbuf_probe(&p, SOCKBUF_PROBE_FRESH) != 0 ||
-		    (p.features & SOCKBUF_FEAT_FORCE))
-			_exit(4);
+		struct sockbuf_probe_info p = drop_net_admin_in_child();
 		injector inj;
 		inj.add({true, SOL_SOCKET, SO_SNDBUFFORCE, EIO});
 		fd s(tcp());

@@ -15,46 +15,55 @@ using namespace sockbuf::test;
 namespace
 {
 
-TEST(Seam, EintrIsRetried)
+// Every test here makes the calls on a fresh TCP socket with an injector in
+// place, and most want a report.
+class Seam : public testing::Test
 {
-	fd s(tcp());
+protected:
+	// Probes afresh while SO_RESERVE_MEM is faked to succeed @times times
+	// (-1: always), so that the library takes it as usable on any kernel.
+	void probe_with_reserve_mem(int times)
+	{
+		inj.add({true, SOL_SOCKET, SO_RESERVE_MEM, 0, 0, times});
+		struct sockbuf_probe_info p;
+		ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+		ASSERT_TRUE(p.features & SOCKBUF_FEAT_RESERVE_MEM);
+	}
+
+	fd s{tcp()};
 	injector inj;
-	inj.add({true, SOL_SOCKET, SO_SNDBUF, EINTR, 0, 2});
 	struct sockbuf_report rep;
+};
+
+TEST_F(Seam, EintrIsRetried)
+{
+	inj.add({true, SOL_SOCKET, SO_SNDBUF, EINTR, 0, 2});
 	ASSERT_EQ(sockbuf_lock_bufsize(s, 65536, 0, 0, &rep), 0);
 	EXPECT_EQ(sndbuf(s), 65536);
 }
 
-TEST(Seam, EndlessEintrSurfacesAsEintr)
+TEST_F(Seam, EndlessEintrSurfacesAsEintr)
 {
-	fd s(tcp());
 	int before = sndbuf(s);
-	injector inj;
 	inj.add({true, SOL_SOCKET, SO_SNDBUF, EINTR});
 	EXPECT_EQ(sockbuf_lock_bufsize(s, 65536, 0, 0, nullptr), -EINTR);
 	EXPECT_EQ(sndbuf(s), before);
 }
 
-TEST(Seam, FirstSetFailsNothingChangedNoPartial)
+TEST_F(Seam, FirstSetFailsNothingChangedNoPartial)
 {
-	fd s(tcp());
-	injector inj;
 	inj.add({true, SOL_SOCKET, SO_SNDBUF, ENOMEM});
-	struct sockbuf_report rep;
 	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, SOCKBUF_F_FALLBACK_LOCK, &rep),
 		  -ENOMEM);
 	EXPECT_FALSE(rep.flags & SOCKBUF_R_PARTIAL);
 	EXPECT_EQ(buflock(s), 0);
 }
 
-TEST(Seam, SecondSetFailsAfterTheFirstIsPartial)
+TEST_F(Seam, SecondSetFailsAfterTheFirstIsPartial)
 {
 	if (!has_buf_lock())
 		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
-	fd s(tcp());
-	injector inj;
 	inj.add({true, SOL_SOCKET, SO_RCVBUF, ENOMEM});
-	struct sockbuf_report rep;
 	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, 0, &rep), -ENOMEM);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
 	// The report shows the real state: send set (and locked, since the
@@ -65,14 +74,11 @@ TEST(Seam, SecondSetFailsAfterTheFirstIsPartial)
 	EXPECT_EQ(buflock(s), SOCKBUF_SND);
 }
 
-TEST(Seam, UnlockRefusedIsPartialAndSaysLocked)
+TEST_F(Seam, UnlockRefusedIsPartialAndSaysLocked)
 {
 	if (!has_buf_lock())
 		GTEST_SKIP() << "kernel lacks SO_BUF_LOCK (before 5.15)";
-	fd s(tcp());
-	injector inj;
 	inj.add({true, SOL_SOCKET, SO_BUF_LOCK, EPERM});
-	struct sockbuf_report rep;
 	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, 0, &rep), -EPERM);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
 	EXPECT_EQ(rep.snd.locked, 1);
@@ -80,10 +86,8 @@ TEST(Seam, UnlockRefusedIsPartialAndSaysLocked)
 	EXPECT_EQ(buflock(s), SOCKBUF_BOTH);
 }
 
-TEST(Seam, ReadBackFailureIsReturned)
+TEST_F(Seam, ReadBackFailureIsReturned)
 {
-	fd s(tcp());
-	injector inj;
 	inj.add({false, SOL_SOCKET, SO_RCVBUF, ENOBUFS});
 	EXPECT_EQ(sockbuf_lock_bufsize(s, 0, 65536, 0, nullptr), -ENOBUFS);
 	struct sockbuf_state st;
@@ -92,40 +96,32 @@ TEST(Seam, ReadBackFailureIsReturned)
 	EXPECT_EQ(sockbuf_check_floor(s, &f, nullptr), -ENOBUFS);
 }
 
-TEST(Seam, ProtocolCheckFailureStopsBeforeAnyChange)
+TEST_F(Seam, ProtocolCheckFailureStopsBeforeAnyChange)
 {
-	fd s(tcp());
 	int before = sndbuf(s);
-	injector inj;
 	inj.add({false, SOL_SOCKET, SO_PROTOCOL, ENOPROTOOPT});
 	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, 0, nullptr), -ENOPROTOOPT);
 	EXPECT_EQ(inj.calls_set(), 0);
 	EXPECT_EQ(sndbuf(s), before);
 }
 
-TEST(Seam, MissingTcpInfoOnlyLosesTheState)
+TEST_F(Seam, MissingTcpInfoOnlyLosesTheState)
 {
-	fd s(tcp());
-	injector inj;
 	inj.add({false, IPPROTO_TCP, TCP_INFO, ENOPROTOOPT});
-	struct sockbuf_report rep;
 	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
 	EXPECT_EQ(rep.tcp_state, -1);
 	EXPECT_EQ(rep.snd.effective, 65536);
 }
 
-TEST(Seam, RestoreReadFailure)
+TEST_F(Seam, RestoreReadFailure)
 {
-	fd s(tcp());
-	injector inj;
 	inj.add({false, SOL_SOCKET, SO_SNDBUF, EIO});
 	struct sockbuf_floor f = {65536, 0};
 	EXPECT_EQ(sockbuf_restore_floor(s, &f, 0, nullptr), -EIO);
 }
 
-TEST(Seam, RcvlowatFailurePaths)
+TEST_F(Seam, RcvlowatFailurePaths)
 {
-	injector inj;
 	inj.add({false, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
 	inj.add({true, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
 	struct sockbuf_probe_info p;
@@ -134,10 +130,8 @@ TEST(Seam, RcvlowatFailurePaths)
 		reprobe_real_kernel();
 		GTEST_SKIP() << "kernel does not raise sk_rcvbuf on SO_RCVLOWAT";
 	}
-	fd s(tcp());
 	// Setting the mark back fails after the raise: partial, -ENOMEM.
 	inj.add({true, SOL_SOCKET, SO_RCVLOWAT, ENOMEM, 1, 1});
-	struct sockbuf_report rep;
 	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 0, 1 << 20, 0, &rep), -ENOMEM);
 	EXPECT_TRUE(rep.flags & SOCKBUF_R_PARTIAL);
 	EXPECT_EQ(rep.rcv.effective, rcvbuf(s));
@@ -155,16 +149,11 @@ TEST(Seam, RcvlowatFailurePaths)
 // make the call, and says so.  The seam makes the probe's reservation
 // succeed; any later SO_RESERVE_MEM reaches the real kernel, whose answer
 // (0 or -EOPNOTSUPP) is not the -EINVAL the library gives for a listener.
-TEST(Seam, NoReservationOnAListener)
+TEST_F(Seam, NoReservationOnAListener)
 {
-	injector inj;
-	inj.add({true, SOL_SOCKET, SO_RESERVE_MEM, 0, 0, 2}); // reserve, release
-	struct sockbuf_probe_info p;
-	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
-	ASSERT_TRUE(p.features & SOCKBUF_FEAT_RESERVE_MEM);
+	ASSERT_NO_FATAL_FAILURE(probe_with_reserve_mem(2)); // reserve, release
 	tcp_pair pr;
 	ASSERT_TRUE(make_pair(&pr));
-	struct sockbuf_report rep;
 	EXPECT_EQ(sockbuf_set_initial_bufsize(pr.listener, 65536, 65536,
 					      SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK,
 					      &rep),
@@ -181,16 +170,11 @@ TEST(Seam, NoReservationOnAListener)
 // floor let 6.12 cut a 128 KiB floor to 114 KiB.  Checked on what reaches
 // setsockopt, for set_initial and for restore_floor (which passes the
 // whole floor, not the part it raised).
-TEST(Seam, ReservationIsTwiceTheSendFloorPlusReceiveFloorPlusOneCharge)
+TEST_F(Seam, ReservationIsTwiceTheSendFloorPlusReceiveFloorPlusOneCharge)
 {
-	injector inj;
-	inj.add({true, SOL_SOCKET, SO_RESERVE_MEM, 0}); // every reservation succeeds
-	struct sockbuf_probe_info p;
-	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
-	ASSERT_TRUE(p.features & SOCKBUF_FEAT_RESERVE_MEM);
+	ASSERT_NO_FATAL_FAILURE(probe_with_reserve_mem(-1)); // every reservation succeeds
 	tcp_pair pr;
 	ASSERT_TRUE(make_pair(&pr));
-	struct sockbuf_report rep;
 	ASSERT_EQ(sockbuf_set_initial_bufsize(pr.client, 131072, 65536,
 					      SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK,
 					      &rep),

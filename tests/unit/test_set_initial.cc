@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // set_initial_bufsize on real sockets: the size asked, unlocked, reported.
+#include "reserve_reported.h"
 #include "seam.h"
 #include "util.h"
 
@@ -14,13 +15,6 @@ using namespace sockbuf::test;
 
 namespace
 {
-
-struct sockbuf_probe_info probe()
-{
-	struct sockbuf_probe_info p;
-	sockbuf_probe(&p, 0);
-	return p;
-}
 
 TEST(SetInitial, SizeInForceInTheLibraryUnitAndUnlocked)
 {
@@ -255,14 +249,7 @@ TEST(SetInitial, ReserveMemIsAttemptedAndReported)
 	ASSERT_EQ(sockbuf_set_initial_bufsize(
 		      s, 65536, 0, SOCKBUF_F_RESERVE_MEM | SOCKBUF_F_FALLBACK_LOCK, &rep),
 		  0);
-	if (p.features & SOCKBUF_FEAT_RESERVE_MEM) {
-		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVED);
-	} else {
-		// Known but unusable (no memcg socket accounting), or unknown.
-		EXPECT_TRUE(rep.flags & SOCKBUF_R_RESERVE_FAILED);
-		EXPECT_EQ(rep.reserve_err,
-			  (p.known & SOCKBUF_FEAT_RESERVE_MEM) ? -EOPNOTSUPP : -ENOPROTOOPT);
-	}
+	EXPECT_TRUE(reserve_reported(p, rep));
 	EXPECT_EQ(rep.snd.effective, 65536); // the size stands either way
 }
 

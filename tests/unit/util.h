@@ -15,12 +15,18 @@
 namespace sockbuf::test
 {
 
-// Whether this kernel lets the library unlock (SO_BUF_LOCK, 5.15+).
-inline bool has_buf_lock()
+// What the library found this kernel offers (its cached probe).
+inline struct sockbuf_probe_info probe()
 {
 	struct sockbuf_probe_info p;
 	sockbuf_probe(&p, 0);
-	return p.features & SOCKBUF_FEAT_BUF_LOCK;
+	return p;
+}
+
+// Whether this kernel lets the library unlock (SO_BUF_LOCK, 5.15+).
+inline bool has_buf_lock()
+{
+	return probe().features & SOCKBUF_FEAT_BUF_LOCK;
 }
 
 // An fd closed on scope exit.

@@ -87,30 +87,25 @@ half_verdict judge_growth(const scenario_result &r, arm a)
 		grew_resp += direction_grew(*s, *c);
 	}
 	const int majority = conns / 2 + 1;
+	// One direction of one connection, from its sender to its receiver,
+	// when too few of the arm's connections grew that way: the violation
+	// is the sender's if its send buffer never rose, else the receiver's.
+	auto judge = [&](const socket_record &from, const socket_record &to, const char *what,
+			 int grew) {
+		if (grew >= majority || direction_grew(from, to))
+			return;
+		const socket_record &at = from.gs_snd.max <= snd_start(from) ? from : to;
+		bool snd = &at == &from;
+		add_violation(
+		    &h, "C2", r, at,
+		    fmt::format("{} maximum, never above initial ({}: {} of {} "
+				"connections grew, {} needed)",
+				snd ? "SO_SNDBUF" : "SO_RCVBUF", what, grew, conns, majority),
+		    -1, snd ? at.gs_snd.max : at.gs_rcv.max, snd ? snd_start(at) : rcv_start(at));
+	};
 	for (const auto &[c, s] : pairs) {
-		if (grew_req < majority && !direction_grew(*c, *s)) {
-			const socket_record &at = c->gs_snd.max <= snd_start(*c) ? *c : *s;
-			bool snd = &at == c;
-			add_violation(
-			    &h, "C2", r, at,
-			    fmt::format("{} maximum, never above initial (requests: {} of {} "
-					"connections grew, {} needed)",
-					snd ? "SO_SNDBUF" : "SO_RCVBUF", grew_req, conns, majority),
-			    -1, snd ? at.gs_snd.max : at.gs_rcv.max,
-			    snd ? snd_start(at) : rcv_start(at));
-		}
-		if (grew_resp < majority && !direction_grew(*s, *c)) {
-			const socket_record &at = s->gs_snd.max <= snd_start(*s) ? *s : *c;
-			bool snd = &at == s;
-			add_violation(
-			    &h, "C2", r, at,
-			    fmt::format("{} maximum, never above initial (responses: {} of "
-					"{} connections grew, {} needed)",
-					snd ? "SO_SNDBUF" : "SO_RCVBUF", grew_resp, conns,
-					majority),
-			    -1, snd ? at.gs_snd.max : at.gs_rcv.max,
-			    snd ? snd_start(at) : rcv_start(at));
-		}
+		judge(*c, *s, "requests", grew_req);
+		judge(*s, *c, "responses", grew_resp);
 	}
 	why += fmt::format("; connections that grew: {} of {} for requests, {} for responses "
 			   "(majority needed: {})",

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential cmake pkg-config git
-	libcap-ng-dev libfmt-dev nlohmann-json3-dev
+	libcap-ng-dev libfmt-dev nlohmann-json3-dev libbpf-dev
 	libgtest-dev libgmock-dev googletest libbenchmark-dev
 	# sanitizers, fuzzing, lint
 	clang clang-tidy clang-format libclang-rt-14-dev

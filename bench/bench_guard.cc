@@ -2,7 +2,8 @@
 // The floor guard's cost: one pass over 10, 1,000 and 10,000 registered,
 // established loopback sockets, with each size source forced in turn
 // (getsockopt per socket, batched getsockopt over io_uring, one inet_diag
-// dump) and the guard's own choice, both directions floored or only the
+// dump, one BPF iterator where it can be loaded)
+// and the guard's own choice, both directions floored or only the
 // receive side, next to a bare getsockopt loop and bare dumps over the
 // same sockets.  Nothing is below its floor, so no pass restores: this is
 // the price of looking.  BM_guard_thread_during_transfer reports the share
@@ -180,10 +181,12 @@ void BM_guard_pass(benchmark::State &state, int source, bool rcv_only)
 		state.SkipWithError(
 		    source == SOCKBUF_GUARD_SRC_URING
 			? ("no io_uring source: " + std::to_string(t.uring_err)).c_str()
+		    : source == SOCKBUF_GUARD_SRC_BPF
+			? ("no BPF source: " + std::to_string(t.bpf_err)).c_str()
 			: "the forced source is unavailable");
 		return;
 	}
-	int sources[3] = {0, 0, 0};
+	int sources[4] = {0, 0, 0, 0};
 	for (auto _ : state) {
 		sockbuf_guard_pass(g, &rep);
 		sources[rep.diag]++;
@@ -193,6 +196,7 @@ void BM_guard_pass(benchmark::State &state, int source, bool rcv_only)
 	state.counters["passes_getsockopt"] = sources[SOCKBUF_GUARD_SRC_GETSOCKOPT];
 	state.counters["passes_diag"] = sources[SOCKBUF_GUARD_SRC_DIAG];
 	state.counters["passes_uring"] = sources[SOCKBUF_GUARD_SRC_URING];
+	state.counters["passes_bpf"] = sources[SOCKBUF_GUARD_SRC_BPF];
 	state.counters["sockets"] = double(rep.sockets);
 	state.counters["ns_per_socket"] = benchmark::Counter(
 	    double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
@@ -346,6 +350,7 @@ BENCHMARK_CAPTURE(BM_guard_pass, getsockopt, SOCKBUF_GUARD_SRC_GETSOCKOPT, false
     ->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, io_uring, SOCKBUF_GUARD_SRC_URING, false)->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, inet_diag, SOCKBUF_GUARD_SRC_DIAG, false)->Apply(socket_counts);
+BENCHMARK_CAPTURE(BM_guard_pass, bpf, SOCKBUF_GUARD_SRC_BPF, false)->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, getsockopt_rcv_only, SOCKBUF_GUARD_SRC_GETSOCKOPT, true)
     ->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_guard_pass, io_uring_rcv_only, SOCKBUF_GUARD_SRC_URING, true)

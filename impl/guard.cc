@@ -28,12 +28,13 @@ namespace
 
 constexpr unsigned int known_flags = SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM |
 				     SOCKBUF_GUARD_NO_DIAG | SOCKBUF_GUARD_RUN_IN_CHILD |
-				     SOCKBUF_GUARD_NO_URING;
+				     SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF;
 constexpr unsigned int min_interval_us = 100, max_interval_us = 60'000'000;
 
 constexpr int src_getsockopt = SOCKBUF_GUARD_SRC_GETSOCKOPT;
 constexpr int src_diag = SOCKBUF_GUARD_SRC_DIAG;
 constexpr int src_uring = SOCKBUF_GUARD_SRC_URING;
+constexpr int src_bpf = SOCKBUF_GUARD_SRC_BPF;
 // A dump is first timed only when a pass by io_uring or getsockopt takes
 // longer than this: below it a pass is cheap whatever the source, and a
 // dump walks the namespace's whole socket table (tens of ms on a busy
@@ -149,6 +150,11 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 		return -ENOMEM;
 	}
 	stats_.sockets = int(entries_.size());
+	max_fd_ = std::max(max_fd_, fd);
+	// A number past the loaded slots waits for the next pass to load
+	// more room.
+	if (bpf_.is_open() && fd < bpf_.room())
+		bpf_.at(fd) = {uint32_t(inode), 0, 0, 0};
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
 	registry::publish(inode, floor.snd, floor.rcv, registry::by_guard);
@@ -191,6 +197,7 @@ int floor_guard::remove(int fd)
 		if (entries_[i].fd != fd)
 			continue;
 		registry::withdraw(entries_[i].inode, registry::by_guard);
+		bpf_forget(entries_[i]);
 		sweep_forget(i);
 		entries_.erase(entries_.begin() + long(i));
 		rebuild_index();
@@ -207,10 +214,27 @@ void floor_guard::rebuild_index()
 		by_inode_.emplace(entries_[i].inode, i);
 }
 
+// Asked for by the flag (or by the test seam), and not failed.
+bool floor_guard::bpf_wanted() const
+{
+	return bpf_err_ == 0 && ((flags_ & SOCKBUF_GUARD_BPF) ||
+				 g_forced_source.load(std::memory_order_relaxed) == src_bpf);
+}
+
+// Entry @e leaves: its slot is emptied, unless the number now belongs to
+// another entry (a reused fd added again).
+void floor_guard::bpf_forget(const entry &e)
+{
+	if (bpf_.is_open() && e.fd < bpf_.room() && bpf_.at(e.fd).ino == e.inode)
+		bpf_.at(e.fd) = {};
+}
+
 int floor_guard::choose_source() const
 {
 	if (entries_.empty())
 		return src_getsockopt;
+	if (bpf_wanted())
+		return src_bpf;
 	bool avail[3] = {true, diag_err_ == 0, uring_err_ == 0};
 	const int forced = g_forced_source.load(std::memory_order_relaxed);
 	if (forced >= 0 && forced < 3)
@@ -389,6 +413,36 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 	return true;
 }
 
+// Every socket by one walk of this process's files (bpf_pass.h).  A slot
+// not stamped by this pass, or holding another inode, is an entry whose
+// fd closed or now names another file: it leaves.  False when the
+// iterator cannot be loaded or fails: bpf_err_ says why, for good.
+bool floor_guard::read_sizes_from_bpf(pid_t self)
+{
+	const bool fresh = !bpf_.is_open() || bpf_.pid() != self || bpf_.room() <= max_fd_;
+	int64_t stamp = bpf_.open(self, max_fd_ + 1);
+	if (stamp == 0 && fresh)
+		for (const entry &e : entries_) // in the order added: the last wins a number
+			bpf_.at(e.fd) = {e.inode, 0, 0, 0};
+	if (stamp == 0)
+		stamp = bpf_.run();
+	if (stamp < 0) {
+		bpf_.close();
+		bpf_err_ = int(stamp);
+		stats_.bpf_err = bpf_err_;
+		return false;
+	}
+	for (size_t i = 0; i < entries_.size(); i++) {
+		const entry &e = entries_[i];
+		const bpf::slot &sl = bpf_.at(e.fd);
+		if (sl.ino == e.inode && sl.stamp == uint32_t(stamp))
+			now_[i] = {sl.snd, sl.rcv, true};
+		else
+			gone_[i] = 1;
+	}
+	return true;
+}
+
 // The floored directions by getsockopt, without asking whether the fd
 // still names the socket (the pass asks where it matters).  False when
 // the fd no longer names a socket: closed, or reused for another file.
@@ -477,8 +531,14 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	now_.assign(entries_.size(), sizes{});
 	gone_.assign(entries_.size(), 0);
 	plan_sweep();
-	const int source = choose_source();
+	int source = choose_source();
 	p.diag = src_getsockopt;
+	if (source == src_bpf) {
+		if (read_sizes_from_bpf(self))
+			p.diag = src_bpf;
+		else
+			source = choose_source(); // bpf_err_ set: the other sources
+	}
 	if (source == src_diag) {
 		read_sizes_from_dump();
 		if (diag_err_ == 0)
@@ -503,6 +563,7 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	for (size_t i = entries_.size(); i-- > 0;)
 		if (gone_[i]) {
 			registry::withdraw(entries_[i].inode, registry::by_guard);
+			bpf_forget(entries_[i]);
 			sweep_forget(i);
 		}
 	size_t kept = 0;
@@ -636,6 +697,8 @@ void floor_guard::stats(struct sockbuf_guard_totals *out)
 	std::lock_guard<std::mutex> lock(mu_);
 	*out = stats_;
 	out->interval_us = interval;
+	if (!(flags_ & SOCKBUF_GUARD_BPF) && out->bpf_err == 0)
+		out->bpf_err = -EPERM; // not asked for
 }
 
 } // namespace sockbuf::guard

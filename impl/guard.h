@@ -19,8 +19,14 @@
 // socket registered when the round began.  So such an entry leaves within
 // 2 * sweep_passes passes of the reuse (one round to finish, the next to
 // reach it).
+//
+// With SOCKBUF_GUARD_BPF a pass is one BPF iterator over the process's
+// files (bpf_pass.h): it reads every guarded socket and checks every
+// identity (the file's inode against the one added) in the same walk, so
+// a closed or reused fd leaves at the first pass after.
 #pragma once
 
+#include "bpf_pass.h"
 #include "buffer.h"
 #include "diag.h"
 #include "uring.h"
@@ -98,7 +104,10 @@ private:
 	void sweep_forget(size_t i);
 	bool same_socket(const entry &e) const;
 	void read_sizes_from_dump();
-	bool read_sizes_from_ring(pid_t self);		 // false: no ring, use getsockopt
+	bool read_sizes_from_ring(pid_t self); // false: no ring, use getsockopt
+	bool read_sizes_from_bpf(pid_t self);  // false: no iterator, choose again
+	bool bpf_wanted() const;
+	void bpf_forget(const entry &e);
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
 	void check_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p,
 		       bool *gone);
@@ -121,6 +130,9 @@ private:
 	uring::sockopt_ring ring_; // made on the first pass that wants it
 	int uring_err_ = 0;
 	bool meminfo_ok_ = true; // false once SO_MEMINFO gave ENOPROTOOPT (before 4.12)
+	bpf::pass_iter bpf_;	 // loaded on the first pass that wants it
+	int bpf_err_ = 0;	 // why passes do not use it (0: they may)
+	int max_fd_ = -1;	 // the largest fd number ever added: the slots' room
 	// The identity sweep: this round checks entries [0, sweep_end_), step
 	// of them per pass; this pass [sweep_lo_, sweep_next_).  Indices
 	// follow the entries when others leave (sweep_forget()); entries added
@@ -135,7 +147,9 @@ private:
 	// one socket); then it uses the cheapest, timing each other one again
 	// every 64th pass while it was within 4 times the cost of the chosen
 	// one, every 4096th otherwise.
-	int64_t source_ns_[3] = {0, 0, 0};
+	// (The BPF source is not timed against the others: asked for, it is
+	// used while it works.)
+	int64_t source_ns_[4] = {0, 0, 0, 0};
 	uint64_t passes_ = 0;
 	struct sockbuf_guard_totals stats_ = {};
 	int timer_fd_ = -1;

@@ -528,12 +528,20 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 /* Never use io_uring (for a process whose seccomp filter kills rather than
  * refuses io_uring_setup). */
 #define SOCKBUF_GUARD_NO_URING (1u << 4)
+/* Read every socket in one BPF iterator over the process's files: the
+ * kernel crossed once per pass, not once per socket (about a third of the
+ * CPU of io_uring at 10,000 sockets).  Needs CAP_BPF and CAP_PERFMON (or
+ * root), Linux 6.1 with BTF, and a library built with libbpf; where any is
+ * missing the guard uses its other sources and says why in
+ * sockbuf_guard_totals.bpf_err. */
+#define SOCKBUF_GUARD_BPF (1u << 5)
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
  * sockbuf_guard_totals.source. */
 #define SOCKBUF_GUARD_SRC_GETSOCKOPT 0 /* getsockopt per socket */
 #define SOCKBUF_GUARD_SRC_DIAG 1       /* one inet_diag dump */
 #define SOCKBUF_GUARD_SRC_URING 2      /* batched getsockopt over io_uring */
+#define SOCKBUF_GUARD_SRC_BPF 3	       /* one BPF iterator (SOCKBUF_GUARD_BPF) */
 
 /**
  * struct sockbuf_guard_report - what one pass found and did.
@@ -547,7 +555,8 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * @diag:        where the sizes came from: SOCKBUF_GUARD_SRC_GETSOCKOPT (0),
  *               SOCKBUF_GUARD_SRC_DIAG (1, one inet_diag dump) or
  *               SOCKBUF_GUARD_SRC_URING (2, batched getsockopt over
- *               io_uring).  The field once held only 0 or 1: test
+ *               io_uring) or SOCKBUF_GUARD_SRC_BPF (3, one BPF iterator,
+ *               SOCKBUF_GUARD_BPF).  The field once held only 0 or 1: test
  *               "== SOCKBUF_GUARD_SRC_DIAG" for a dump, not "!= 0".
  * @duration_ns: how long the pass took (CLOCK_MONOTONIC).
  */
@@ -593,10 +602,19 @@ struct sockbuf_guard_report {
  *                  a ring that failed during a pass.
  * @source:         the last pass's source, SOCKBUF_GUARD_SRC_* (0 before
  *                  any pass).
+ * @bpf_err:        with SOCKBUF_GUARD_BPF: 0 while passes use the BPF
+ *                  iterator (or none has tried yet); otherwise why not:
+ *                  -EOPNOTSUPP (library built without libbpf), -EPERM (no
+ *                  CAP_BPF/CAP_PERFMON, or bpf() refused), -EINVAL or
+ *                  -ENOENT (no BTF, no task_file iterator, no iterator
+ *                  limited to one process: before 6.1), -ERANGE (an fd
+ *                  number past 2^20), -ENOMEM, or the -errno of an
+ *                  iterator that failed during a pass.  -EPERM without
+ *                  the flag.
  *
- * @reserve_ok, @reserve_failed, @reserve_err, @uring_err and @source were
- * taken from @reserved: the struct keeps its size, and older callers that
- * zeroed @reserved read them as 0.
+ * @reserve_ok, @reserve_failed, @reserve_err, @uring_err, @source and
+ * @bpf_err were taken from @reserved: the struct keeps its size, and older
+ * callers that zeroed @reserved read them as 0.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -616,7 +634,8 @@ struct sockbuf_guard_totals {
 	int reserve_err;
 	int uring_err;
 	int source;
-	uint32_t reserved[3];
+	int bpf_err;
+	uint32_t reserved[2];
 };
 
 /**
@@ -686,7 +705,8 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * @guard: the guard.
  * @out:   what the pass found and did; may be NULL.
  *
- * Sizes come from one of three sources (SOCKBUF_GUARD_SRC_*): batched
+ * Sizes come from one of three sources (SOCKBUF_GUARD_SRC_*; a fourth
+ * with SOCKBUF_GUARD_BPF, below): batched
  * getsockopt over io_uring (IORING_OP_URING_CMD, Linux 6.7; thousands of
  * reads per io_uring_enter), getsockopt per socket, or one inet_diag dump
  * of this network namespace's TCP sockets (SK_MEMINFO; only the guarded
@@ -710,6 +730,15 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * on the first pass that wants it, belongs to the guard, and is made
  * anew in a forked child; if it cannot be made, or fails, passes fall back
  * for good and sockbuf_guard_totals.uring_err says why.
+ *
+ * With SOCKBUF_GUARD_BPF every pass uses a fourth source where it can:
+ * one BPF task_file iterator over this process's files (Linux 6.1, BTF,
+ * CAP_BPF and CAP_PERFMON), loaded on the first pass and in a forked
+ * child anew.  It writes each guarded socket's sizes into an array the
+ * guard maps, only for a file whose inode is the socket's added: every
+ * pass checks the identity of every socket, and a closed or reused fd
+ * leaves at that pass.  It cannot be loaded, or fails: passes use the
+ * other sources for good, and sockbuf_guard_totals.bpf_err says why.
  * @out->diag says which source a pass used.  A restore costs what
  * sockbuf_restore_floor() costs.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cap-ng.h>
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -100,6 +102,23 @@ std::string uring_missing()
 	return std::string("io_uring socket commands unavailable: ") + strerror(-t.uring_err);
 }
 
+// Why this kernel and process give the guard no BPF source ("" when they
+// do): what a guard asked for it reports after one pass.
+std::string bpf_missing()
+{
+	guard_id g(SOCKBUF_GUARD_BPF);
+	fd s(tcp());
+	struct sockbuf_floor fl = {0, 4096};
+	struct sockbuf_guard_report rep;
+	struct sockbuf_guard_totals t;
+	if (g.id < 0 || sockbuf_guard_add(g.id, s, &fl) != 0 ||
+	    sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+		return "the guard itself failed";
+	if (rep.diag == SOCKBUF_GUARD_SRC_BPF)
+		return "";
+	return std::string("BPF iterator unavailable: ") + strerror(-t.bpf_err);
+}
+
 // The source a guard uses on its first pass, by what is forced.
 int first_source(int forced)
 {
@@ -113,11 +132,11 @@ class Guard : public ::testing::TestWithParam<int>
 protected:
 	void SetUp() override
 	{
-		if (GetParam() == SOCKBUF_GUARD_SRC_URING) {
-			std::string why = uring_missing();
-			if (!why.empty())
-				GTEST_SKIP() << why;
-		}
+		std::string why = GetParam() == SOCKBUF_GUARD_SRC_URING ? uring_missing()
+				  : GetParam() == SOCKBUF_GUARD_SRC_BPF ? bpf_missing()
+									: "";
+		if (!why.empty())
+			GTEST_SKIP() << why;
 	}
 };
 
@@ -337,7 +356,8 @@ TEST_P(Guard, ReusedNumberIsNeverRestoredThrough)
 
 INSTANTIATE_TEST_SUITE_P(Sources, Guard,
 			 ::testing::Values(auto_source, SOCKBUF_GUARD_SRC_GETSOCKOPT,
-					   SOCKBUF_GUARD_SRC_DIAG, SOCKBUF_GUARD_SRC_URING),
+					   SOCKBUF_GUARD_SRC_DIAG, SOCKBUF_GUARD_SRC_URING,
+					   SOCKBUF_GUARD_SRC_BPF),
 			 [](const ::testing::TestParamInfo<int> &i) -> std::string {
 				 switch (i.param) {
 				 case SOCKBUF_GUARD_SRC_GETSOCKOPT:
@@ -346,6 +366,8 @@ INSTANTIATE_TEST_SUITE_P(Sources, Guard,
 					 return "inet_diag";
 				 case SOCKBUF_GUARD_SRC_URING:
 					 return "io_uring";
+				 case SOCKBUF_GUARD_SRC_BPF:
+					 return "bpf";
 				 default:
 					 return "auto";
 				 }
@@ -658,6 +680,149 @@ TEST(GuardDrive, ForkedChildDoesNotRunTwice)
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(WEXITSTATUS(status), 0);
 	EXPECT_EQ(sockbuf_guard_pass(plain.id, nullptr), 0); // the parent runs it
+}
+
+// SOCKBUF_GUARD_BPF is asked for, never assumed: a guard without the flag
+// says -EPERM, one with it uses the iterator where it loads.
+TEST(GuardBpf, UsedOnlyWhenAskedFor)
+{
+	guard_id plain(0);
+	ASSERT_GE(plain.id, 0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {0, 4096};
+	ASSERT_EQ(sockbuf_guard_add(plain.id, s, &fl), 0);
+	struct sockbuf_guard_report rep;
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_pass(plain.id, &rep), 0);
+	EXPECT_NE(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+	ASSERT_EQ(sockbuf_guard_stats(plain.id, &t), 0);
+	EXPECT_EQ(t.bpf_err, -EPERM);
+	std::string why = bpf_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id asked(SOCKBUF_GUARD_BPF);
+	ASSERT_EQ(sockbuf_guard_add(asked.id, s, &fl), 0);
+	ASSERT_EQ(sockbuf_guard_pass(asked.id, &rep), 0);
+	EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+	ASSERT_EQ(sockbuf_guard_stats(asked.id, &t), 0);
+	EXPECT_EQ(t.bpf_err, 0);
+	EXPECT_EQ(t.source, SOCKBUF_GUARD_SRC_BPF);
+}
+
+// Without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN the program cannot be
+// loaded: the guard says why and restores through its other sources.
+TEST(GuardBpf, RefusedLoadFallsBackAndSaysWhy)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: a restore here locks, another test's matter";
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		capng_clear(CAPNG_SELECT_BOTH);
+		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
+			_exit(3);
+		guard_id g(SOCKBUF_GUARD_BPF);
+		int s = tcp();
+		struct sockbuf_floor fl = {floor_size, 0};
+		if (g.id < 0 || s < 0 ||
+		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
+		    sockbuf_guard_add(g.id, s, &fl) != 0)
+			_exit(4);
+		int small = 8192;
+		::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		struct sockbuf_guard_report rep;
+		struct sockbuf_guard_totals t;
+		if (sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+			_exit(5);
+		if (rep.diag == SOCKBUF_GUARD_SRC_BPF || t.bpf_err == 0)
+			_exit(6); // loaded without the capabilities
+		if (rep.restored != 1 || sndbuf(s) < floor_size)
+			_exit(7);
+		_exit(0);
+	}
+	int status = 0;
+	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0)
+	    << "3: capabilities not dropped, 4: setup, 5: pass, 6: BPF loaded without "
+	       "capabilities, 7: not restored";
+}
+
+// A number closed and added again for another socket: two entries share
+// it; the slot is the newer one's, the older leaves at the next pass, and
+// the newer is guarded from then on.
+TEST(GuardBpf, NumberAddedAgainKeepsTheNewSocket)
+{
+	std::string why = bpf_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	guard_id g(SOCKBUF_GUARD_BPF);
+	ASSERT_GE(g.id, 0);
+	const struct sockbuf_floor fl = {floor_size, 0};
+	const int number = tcp();
+	ASSERT_EQ(sockbuf_guard_add(g.id, number, &fl), 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // loads, fills the slot
+	const int other = tcp();
+	ASSERT_EQ(sockbuf_set_initial_bufsize(other, floor_size, 0, 0, nullptr), 0);
+	ASSERT_EQ(::dup2(other, number), number);
+	::close(other);
+	fd again(number);
+	ASSERT_EQ(sockbuf_guard_add(g.id, again, &fl), 0);
+	push_below(again);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+	EXPECT_EQ(rep.removed, 1);  // the first socket
+	EXPECT_EQ(rep.restored, 1); // the second
+	EXPECT_GE(sndbuf(again), floor_size);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, 1);
+	EXPECT_EQ(rep.removed, 0);
+	EXPECT_EQ(rep.below, 0);
+}
+
+// A forked child (SOCKBUF_GUARD_RUN_IN_CHILD) walks its own files: after
+// the parent closed its copy of a guarded socket, the child's pass still
+// finds the socket, through the child's own iterator.
+TEST(GuardBpf, ForkedChildWalksItsOwnFiles)
+{
+	std::string why = bpf_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id g(SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_RUN_IN_CHILD);
+	ASSERT_GE(g.id, 0);
+	int s = tcp();
+	struct sockbuf_floor fl = {0, 4096};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the parent's iterator
+	ASSERT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+	int go[2];
+	ASSERT_EQ(::pipe(go), 0);
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		::close(go[1]);
+		char c;
+		if (::read(go[0], &c, 1) != 1) // the parent has closed s
+			_exit(3);
+		struct sockbuf_guard_report r;
+		if (sockbuf_guard_pass(g.id, &r) != 0)
+			_exit(4);
+		_exit(r.diag == SOCKBUF_GUARD_SRC_BPF && r.sockets == 1 && r.removed == 0 ? 0 : 5);
+	}
+	::close(go[0]);
+	::close(s);
+	ASSERT_EQ(::write(go[1], "x", 1), 1);
+	::close(go[1]);
+	int status = 0;
+	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "3: sync, 4: pass, 5: wrong files walked";
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the parent's copy is closed
+	EXPECT_EQ(rep.removed, 1);
 }
 
 // SOCKBUF_GUARD_RESERVE_MEM: each socket added (an accepted one here) gets

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// A floor-guard pass as one BPF iterator (bpf/guard_pass.bpf.c): the
+// kernel walks this process's files once and writes each guarded socket's
+// sk_sndbuf and sk_rcvbuf into a slot of an mmap'ed array indexed by fd
+// number, stamped with the pass.  One bpf_iter_create() and read() per
+// pass, whatever the number of sockets (bench/lab/bpf_iter: about a third
+// of the CPU of batched getsockopt at 10,000 sockets).
+//
+// Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
+// CAP_PERFMON (or root), a kernel with BTF and task iterators limited to
+// one process (Linux 6.1).  Like the io_uring ring, it belongs to one
+// process: open() in a forked child makes its own.  Not thread-safe: the
+// guard's pass lock serialises every call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sys/types.h>
+
+namespace sockbuf::bpf
+{
+
+// bpf/guard_pass.bpf.c: struct slot, the same layout.
+struct slot {
+	uint32_t ino; // the guarded socket's inode, 0: none
+	uint32_t stamp;
+	int32_t snd, rcv;
+};
+static_assert(sizeof(slot) == 16);
+
+class pass_iter
+{
+public:
+	pass_iter() = default;
+	~pass_iter();
+	pass_iter(const pass_iter &) = delete;
+	pass_iter &operator=(const pass_iter &) = delete;
+
+	// Loads the program for process @self with room for fd numbers below
+	// @fds (rounded up; at least 1024), unless it is loaded for @self
+	// with that room already.  Slots start empty.  0, or why not:
+	// -EOPNOTSUPP (built without libbpf), -EPERM (no CAP_BPF/CAP_PERFMON,
+	// or bpf() refused), -EINVAL/-ENOENT (no BTF, no task_file
+	// iterator, no iterator limited to one process: before 6.1), -ENOMEM.
+	int open(pid_t self, int fds);
+	bool is_open() const { return slots_ != nullptr; }
+	pid_t pid() const { return pid_; }
+	int room() const { return room_; } // fd numbers below this have a slot
+
+	// The slot of @fd (room() > fd >= 0), to fill (ino) or to read after
+	// a pass.
+	slot &at(int fd) { return slots_[fd]; }
+
+	// One walk of the process's files: every slot whose inode is the
+	// file's gets the sizes and the stamp returned (never 0).  The stamp,
+	// or -errno (the iterator is closed then; open() again).
+	int64_t run();
+
+	void close();
+
+private:
+	struct state;
+	state *st_ = nullptr;
+	slot *slots_ = nullptr;
+	size_t map_len_ = 0;
+	uint32_t last_stamp_ = 0;
+	pid_t pid_ = 0;
+	int room_ = 0;
+};
+
+} // namespace sockbuf::bpf

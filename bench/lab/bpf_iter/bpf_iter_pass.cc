@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Lab program: what one floor-guard pass over N established TCP sockets
-// costs when the kernel is crossed once per pass (a BPF task_file iterator,
-// guard_iter.bpf.c) instead of once per socket (the library's pass: batched
-// getsockopt over io_uring).  Measurement only: the library does not load
-// BPF.  Root (CAP_BPF and CAP_PERFMON); kernel 6.1 or later (an iterator
-// limited to one process); run it in a network namespace of its own
-// (run.sh does).
+// costs when the kernel is crossed once per pass (a BPF task_file iterator)
+// instead of once per socket (the library's default pass: batched
+// getsockopt over io_uring).  Root (CAP_BPF and CAP_PERFMON); kernel 6.1 or
+// later (an iterator limited to one process); run it in a network
+// namespace of its own (README.md).
 //
 // Side by side in one run, per round and in turn: the library's pass
-// (sockbuf_guard_pass), the iterator walking the process's files and
-// nothing else (walk_only), and the iterator reading what a pass needs
-// (read_sizes).  CPU time of the calling thread per pass; the median over
+// (sockbuf_guard_pass) with its default sources and with
+// SOCKBUF_GUARD_BPF, and two bare iterators of guard_iter.bpf.c: one
+// walking the process's files and nothing else (walk_only), one reading
+// what a pass needs (read_sizes).  CPU time of the calling thread per pass; the median over
 // rounds of each round's median, and the spread of those round medians.
 // Before timing, the iterator must report a socket put under its floor and
 // a guarded fd number that now names another socket, or the run fails.
@@ -214,12 +214,23 @@ void run(const std::string &object, int sockets, int rounds, int passes)
 	for (int fd : fds)
 		if (int err = sockbuf_guard_add(g, fd, &fl); err < 0)
 			die(fmt::format("sockbuf_guard_add: {}", strerror(-err)));
-	sockbuf_guard_report rep;
+	int gb = sockbuf_guard_new(SOCKBUF_GUARD_BPF);
+	for (int fd : fds)
+		if (gb < 0 || sockbuf_guard_add(gb, fd, &fl) < 0)
+			die("sockbuf_guard_add (SOCKBUF_GUARD_BPF)");
+	sockbuf_guard_report rep, rep_bpf;
 	std::vector<series> all = {
 	    {"library pass (sockbuf_guard_pass)",
 	     [&] {
 		     if (sockbuf_guard_pass(g, &rep) < 0 || rep.below)
 			     die("sockbuf_guard_pass");
+	     },
+	     {}},
+	    {"library pass with SOCKBUF_GUARD_BPF",
+	     [&] {
+		     if (sockbuf_guard_pass(gb, &rep_bpf) < 0 || rep_bpf.below ||
+			 rep_bpf.diag != SOCKBUF_GUARD_SRC_BPF)
+			     die("sockbuf_guard_pass (SOCKBUF_GUARD_BPF)");
 	     },
 	     {}},
 	    {"BPF iterator, walk only", [&] { walk.pass(); }, {}},
@@ -251,6 +262,7 @@ void run(const std::string &object, int sockets, int rounds, int passes)
 			   s.name, m / 1e3, *lo / 1e3, *hi / 1e3, m * 1e3 / sockets);
 	}
 	sockbuf_guard_destroy(g);
+	sockbuf_guard_destroy(gb);
 	for (int fd : fds)
 		close(fd);
 }

@@ -8,40 +8,13 @@
 // stamped by this pass names a closed fd, or a number reused for another
 // file.  Dual-licensed so that the kernel takes it as GPL-compatible.
 //
-// No vmlinux.h: the few fields are declared here and relocated against the
-// running kernel's BTF (CO-RE, preserve_access_index).
+// No vmlinux.h: kernel_types.bpf.h declares the few fields read (CO-RE).
 #include <linux/bpf.h>
 #include <linux/types.h>
 
 #include <bpf/bpf_helpers.h>
 
-struct task_struct;
-
-struct inode {
-	unsigned long i_ino;
-} __attribute__((preserve_access_index));
-
-struct file {
-	struct inode *f_inode;
-} __attribute__((preserve_access_index));
-
-struct sock {
-	int sk_sndbuf;
-	int sk_rcvbuf;
-} __attribute__((preserve_access_index));
-
-struct socket {
-	struct sock *sk;
-} __attribute__((preserve_access_index));
-
-struct bpf_iter_meta;
-
-struct bpf_iter__task_file {
-	struct bpf_iter_meta *meta;
-	struct task_struct *task;
-	__u32 fd;
-	struct file *file;
-} __attribute__((preserve_access_index));
+#include "kernel_types.bpf.h"
 
 // impl/bpf_pass.h: struct slot, the same layout.
 struct slot {

@@ -84,12 +84,14 @@ struct ring_refused {
 	ring_refused &operator=(const ring_refused &) = delete;
 };
 
-// Why this kernel and process give the guard no io_uring source ("" when
-// they do): what a guard forced onto it reports after one pass.
-std::string uring_missing()
+// Why this kernel and process give the guard no @src source
+// (SOCKBUF_GUARD_SRC_URING or _BPF; "" when they do): what a guard forced
+// onto io_uring, or asked for BPF, reports after one pass.
+std::string source_missing(int src)
 {
-	forced_source force(SOCKBUF_GUARD_SRC_URING);
-	guard_id g(0);
+	const bool bpf = src == SOCKBUF_GUARD_SRC_BPF;
+	forced_source force(bpf ? auto_source : src);
+	guard_id g(bpf ? SOCKBUF_GUARD_BPF : 0);
 	fd s(tcp());
 	struct sockbuf_floor fl = {0, 4096};
 	struct sockbuf_guard_report rep;
@@ -97,26 +99,10 @@ std::string uring_missing()
 	if (g.id < 0 || sockbuf_guard_add(g.id, s, &fl) != 0 ||
 	    sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
 		return "the guard itself failed";
-	if (rep.diag == SOCKBUF_GUARD_SRC_URING)
+	if (rep.diag == src)
 		return "";
-	return std::string("io_uring socket commands unavailable: ") + strerror(-t.uring_err);
-}
-
-// Why this kernel and process give the guard no BPF source ("" when they
-// do): what a guard asked for it reports after one pass.
-std::string bpf_missing()
-{
-	guard_id g(SOCKBUF_GUARD_BPF);
-	fd s(tcp());
-	struct sockbuf_floor fl = {0, 4096};
-	struct sockbuf_guard_report rep;
-	struct sockbuf_guard_totals t;
-	if (g.id < 0 || sockbuf_guard_add(g.id, s, &fl) != 0 ||
-	    sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
-		return "the guard itself failed";
-	if (rep.diag == SOCKBUF_GUARD_SRC_BPF)
-		return "";
-	return std::string("BPF iterator unavailable: ") + strerror(-t.bpf_err);
+	return bpf ? std::string("BPF iterator unavailable: ") + strerror(-t.bpf_err)
+		   : std::string("io_uring socket commands unavailable: ") + strerror(-t.uring_err);
 }
 
 // The source a guard uses on its first pass, by what is forced.
@@ -124,7 +110,8 @@ int first_source(int forced)
 {
 	if (forced != auto_source)
 		return forced;
-	return uring_missing().empty() ? SOCKBUF_GUARD_SRC_URING : SOCKBUF_GUARD_SRC_GETSOCKOPT;
+	return source_missing(SOCKBUF_GUARD_SRC_URING).empty() ? SOCKBUF_GUARD_SRC_URING
+							       : SOCKBUF_GUARD_SRC_GETSOCKOPT;
 }
 
 class Guard : public ::testing::TestWithParam<int>
@@ -132,9 +119,10 @@ class Guard : public ::testing::TestWithParam<int>
 protected:
 	void SetUp() override
 	{
-		std::string why = GetParam() == SOCKBUF_GUARD_SRC_URING ? uring_missing()
-				  : GetParam() == SOCKBUF_GUARD_SRC_BPF ? bpf_missing()
-									: "";
+		const int src = GetParam();
+		std::string why = src == SOCKBUF_GUARD_SRC_URING || src == SOCKBUF_GUARD_SRC_BPF
+				      ? source_missing(src)
+				      : "";
 		if (!why.empty())
 			GTEST_SKIP() << why;
 	}
@@ -411,7 +399,7 @@ TEST(GuardUring, RefusedRingFallsBackToGetsockoptAndSaysWhy)
 // shared socket through io_uring, and the parent's ring still works after.
 TEST(GuardUring, ForkedChildMakesItsOwnRing)
 {
-	std::string why = uring_missing();
+	std::string why = source_missing(SOCKBUF_GUARD_SRC_URING);
 	if (!why.empty())
 		GTEST_SKIP() << why;
 	if (!has_buf_lock())
@@ -697,7 +685,7 @@ TEST(GuardBpf, UsedOnlyWhenAskedFor)
 	EXPECT_NE(rep.diag, SOCKBUF_GUARD_SRC_BPF);
 	ASSERT_EQ(sockbuf_guard_stats(plain.id, &t), 0);
 	EXPECT_EQ(t.bpf_err, -EPERM);
-	std::string why = bpf_missing();
+	std::string why = source_missing(SOCKBUF_GUARD_SRC_BPF);
 	if (!why.empty())
 		GTEST_SKIP() << why;
 	guard_id asked(SOCKBUF_GUARD_BPF);
@@ -753,7 +741,7 @@ TEST(GuardBpf, RefusedLoadFallsBackAndSaysWhy)
 // the newer is guarded from then on.
 TEST(GuardBpf, NumberAddedAgainKeepsTheNewSocket)
 {
-	std::string why = bpf_missing();
+	std::string why = source_missing(SOCKBUF_GUARD_SRC_BPF);
 	if (!why.empty())
 		GTEST_SKIP() << why;
 	if (!has_buf_lock())
@@ -788,7 +776,7 @@ TEST(GuardBpf, NumberAddedAgainKeepsTheNewSocket)
 // finds the socket, through the child's own iterator.
 TEST(GuardBpf, ForkedChildWalksItsOwnFiles)
 {
-	std::string why = bpf_missing();
+	std::string why = source_missing(SOCKBUF_GUARD_SRC_BPF);
 	if (!why.empty())
 		GTEST_SKIP() << why;
 	guard_id g(SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_RUN_IN_CHILD);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 // The floor guard's pass as a BPF task_file iterator, for measurement only
 // (bench/lab/bpf_iter/README.md): could a pass that crosses into the kernel
 // once, not once per socket, read 10,000 sockets in 2 ms?
@@ -10,45 +10,13 @@
 //             only sockets under a floor or with another inode are written
 //             out.
 //
-// No vmlinux.h: the few fields are declared here and relocated against the
-// running kernel's BTF (CO-RE, preserve_access_index).
+// No vmlinux.h: kernel_types.bpf.h declares the few fields read (CO-RE).
 #include <linux/bpf.h>
 #include <linux/types.h>
 
 #include <bpf/bpf_helpers.h>
 
-struct seq_file;
-struct task_struct;
-
-struct bpf_iter_meta {
-	struct seq_file *seq;
-	__u64 session_id;
-	__u64 seq_num;
-} __attribute__((preserve_access_index));
-
-struct inode {
-	unsigned long i_ino;
-} __attribute__((preserve_access_index));
-
-struct file {
-	struct inode *f_inode;
-} __attribute__((preserve_access_index));
-
-struct sock {
-	int sk_sndbuf;
-	int sk_rcvbuf;
-} __attribute__((preserve_access_index));
-
-struct socket {
-	struct sock *sk;
-} __attribute__((preserve_access_index));
-
-struct bpf_iter__task_file {
-	struct bpf_iter_meta *meta;
-	struct task_struct *task;
-	__u32 fd;
-	struct file *file;
-} __attribute__((preserve_access_index));
+#include "kernel_types.bpf.h"
 
 struct floor_entry {
 	__u64 ino; // 0: fd not guarded
@@ -111,4 +79,4 @@ int read_sizes(struct bpf_iter__task_file *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

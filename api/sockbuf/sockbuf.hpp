@@ -166,6 +166,7 @@ public:
 		no_diag = SOCKBUF_GUARD_NO_DIAG,
 		run_in_child = SOCKBUF_GUARD_RUN_IN_CHILD,
 		no_uring = SOCKBUF_GUARD_NO_URING,
+		bpf = SOCKBUF_GUARD_BPF,
 	};
 
 	static result<guard> make(flags f = flags::none)

@@ -93,4 +93,27 @@ TEST(Cxx, GuardIsDestroyedWithItsScopeAndMoves)
 	EXPECT_EQ(sockbuf_guard_pass(id, nullptr), -EBADF) << "guard outlived its scope";
 }
 
+// The C++ flags are the C ones: a guard made with flags::bpf reports the
+// BPF source when the iterator loads here, and says why when it does not.
+TEST(Cxx, GuardFlagsReachTheGuard)
+{
+	auto g = sockbuf::guard::make(sockbuf::guard::flags::bpf);
+	ASSERT_TRUE(g) << g.error().message();
+	fd s(tcp());
+	ASSERT_FALSE(g->add(s, {0, 4096}));
+	auto r = g->pass();
+	ASSERT_TRUE(r);
+	auto t = g->stats();
+	ASSERT_TRUE(t);
+	if (r->diag == SOCKBUF_GUARD_SRC_BPF)
+		EXPECT_EQ(t->bpf_err, 0);
+	else
+		EXPECT_NE(t->bpf_err, 0) << "not used, and no reason given";
+	auto plain = sockbuf::guard::make();
+	ASSERT_TRUE(plain);
+	ASSERT_FALSE(plain->add(s, {0, 4096}));
+	ASSERT_TRUE(plain->pass());
+	EXPECT_EQ(plain->stats()->bpf_err, -EPERM);
+}
+
 } // namespace

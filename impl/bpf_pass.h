@@ -3,8 +3,9 @@
 // kernel walks this process's files once and writes each guarded socket's
 // sk_sndbuf and sk_rcvbuf into a slot of an mmap'ed array indexed by fd
 // number, stamped with the pass.  One bpf_iter_create() and read() per
-// pass, whatever the number of sockets (bench/lab/bpf_iter: about a third
-// of the CPU of batched getsockopt at 10,000 sockets).
+// pass, whatever the number of sockets (docs/performance.md: 0.6 of the
+// CPU of batched getsockopt over io_uring at 10,000 sockets; the walk and
+// each socket's cold cache lines are what is left).
 //
 // Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
 // CAP_PERFMON (or root), a kernel with BTF and task iterators limited to

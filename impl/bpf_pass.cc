@@ -134,7 +134,7 @@ int pass_iter::open(pid_t self, int fds)
 	pid_ = self;
 	room_ = room;
 	last_stamp_ = 0;
-	return 0;
+	return 1;
 }
 
 int64_t pass_iter::run()

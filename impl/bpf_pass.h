@@ -39,13 +39,14 @@ public:
 
 	// Loads the program for process @self with room for fd numbers below
 	// @fds (rounded up; at least 1024), unless it is loaded for @self
-	// with that room already.  Slots start empty.  0, or why not:
-	// -EOPNOTSUPP (built without libbpf), -EPERM (no CAP_BPF/CAP_PERFMON,
-	// or bpf() refused), -EINVAL/-ENOENT (no BTF, no task_file
-	// iterator, no iterator limited to one process: before 6.1), -ENOMEM.
+	// with that room already.  1: loaded now, every slot empty (the
+	// caller fills them); 0: loaded before, slots as they were; or why
+	// not: -EOPNOTSUPP (built without libbpf), -EPERM (no
+	// CAP_BPF/CAP_PERFMON, or bpf() refused), -EINVAL/-ENOENT (no BTF, no
+	// task_file iterator, no iterator limited to one process: before
+	// 6.1), -ERANGE (@fds past 2^20), -ENOMEM.
 	int open(pid_t self, int fds);
 	bool is_open() const { return slots_ != nullptr; }
-	pid_t pid() const { return pid_; }
 	int room() const { return room_; } // fd numbers below this have a slot
 
 	// The slot of @fd (room() > fd >= 0), to fill (ino) or to read after

@@ -419,15 +419,13 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 // iterator cannot be loaded or fails: bpf_err_ says why, for good.
 bool floor_guard::read_sizes_from_bpf(pid_t self)
 {
-	const bool fresh = !bpf_.is_open() || bpf_.pid() != self || bpf_.room() <= max_fd_;
-	int64_t stamp = bpf_.open(self, max_fd_ + 1);
-	if (stamp == 0 && fresh)
+	const int loaded = bpf_.open(self, max_fd_ + 1);
+	if (loaded == 1) // empty slots: a first pass, more room, or a forked child
 		for (const entry &e : entries_) // in the order added: the last wins a number
 			bpf_.at(e.fd) = {e.inode, 0, 0, 0};
-	if (stamp == 0)
-		stamp = bpf_.run();
+	// A failed open() or run() has closed the iterator already.
+	const int64_t stamp = loaded < 0 ? loaded : bpf_.run();
 	if (stamp < 0) {
-		bpf_.close();
 		bpf_err_ = int(stamp);
 		stats_.bpf_err = bpf_err_;
 		return false;

@@ -2,6 +2,7 @@
 // set_initial above net.core.[wr]mem_max and tcp_[wr]mem[2]: forced and
 // unlocked with CAP_NET_ADMIN, clamped and reported without it, and what a
 // real transfer does to the forced size.
+#include "child.h"
 #include "no_net_admin.h"
 #include "util.h"
 
@@ -98,13 +99,10 @@ TEST(ForceCeiling, WithoutCapabilityTheClampIsNamed)
 		}
 		_exit(0);
 	}
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0)
-	    << "3: capng_apply failed, 4: probe still saw FORCE, 5: set_initial failed, "
-	       "6: no FORCE_DENIED, 7: not unlocked, 8: not cut to *mem_max with MEM_MAX, "
-	       "9: TCP_MEM_MAX wrong";
+	expect_child_exited_0(pid,
+			      "3: capng_apply failed, 4: probe still saw FORCE, 5: set_initial "
+			      "failed, 6: no FORCE_DENIED, 7: not unlocked, 8: not cut to "
+			      "*mem_max with MEM_MAX, 9: TCP_MEM_MAX wrong");
 }
 
 // Sets @mtu on lo in this (test-created) network namespace.

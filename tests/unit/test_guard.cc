@@ -6,6 +6,7 @@
 // guard's own choice) runs the same checks; a source this kernel lacks is
 // a reported skip, and its fallback is forced through the seam.
 #include "buffer.h"
+#include "child.h"
 #include "guard.h"
 #include "reserve_reported.h"
 #include "seam.h"
@@ -22,7 +23,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 
 #include <cerrno>
 #include <cstring>
@@ -423,10 +423,8 @@ TEST(GuardUring, ForkedChildMakesItsOwnRing)
 		int ret = sockbuf_guard_pass(g.id, &r);
 		_exit(ret == 0 && r.diag == SOCKBUF_GUARD_SRC_URING && r.restored == 1 ? 0 : 1);
 	}
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's pass did not restore through io_uring";
+	ASSERT_NO_FATAL_FAILURE(
+	    expect_child_exited_0(pid, "the child's pass did not restore through io_uring"));
 	EXPECT_GE(sndbuf(s), floor_size);
 	push_below(s);
 	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
@@ -663,10 +661,8 @@ TEST(GuardDrive, ForkedChildDoesNotRunTwice)
 		int b = sockbuf_guard_pass(shared.id, nullptr);
 		_exit(a == -ECHILD && b == 0 ? 0 : 1);
 	}
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0);
+	ASSERT_NO_FATAL_FAILURE(expect_child_exited_0(
+	    pid, "1: the plain guard ran in the child, or the shared one did not"));
 	EXPECT_EQ(sockbuf_guard_pass(plain.id, nullptr), 0); // the parent runs it
 }
 
@@ -728,12 +724,8 @@ TEST(GuardBpf, RefusedLoadFallsBackAndSaysWhy)
 			_exit(7);
 		_exit(0);
 	}
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0)
-	    << "3: capabilities not dropped, 4: setup, 5: pass, 6: BPF loaded without "
-	       "capabilities, 7: not restored";
+	expect_child_exited_0(pid, "3: capabilities not dropped, 4: setup, 5: pass, 6: BPF loaded "
+				   "without capabilities, 7: not restored");
 }
 
 // A number closed and added again for another socket: two entries share
@@ -805,10 +797,8 @@ TEST(GuardBpf, ForkedChildWalksItsOwnFiles)
 	::close(s);
 	ASSERT_EQ(::write(go[1], "x", 1), 1);
 	::close(go[1]);
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0) << "3: sync, 4: pass, 5: wrong files walked";
+	ASSERT_NO_FATAL_FAILURE(
+	    expect_child_exited_0(pid, "3: sync, 4: pass, 5: wrong files walked"));
 	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the parent's copy is closed
 	EXPECT_EQ(rep.removed, 1);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // lock_bufsize: a fixed size, autotuning off, reported as such.
+#include "child.h"
 #include "no_net_admin.h"
 #include "seam.h"
 #include "util.h"
@@ -9,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <sys/wait.h>
 
 using namespace sockbuf::test;
 
@@ -102,11 +102,8 @@ TEST(Lock, WithoutCapabilityForceIsNeverTried)
 			_exit(6);
 		_exit(0);
 	}
-	int status = 0;
-	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0) << "3: capng_apply failed, 4: probe still saw FORCE, "
-					     "5: lock failed (FORCE tried?), 6: wrong report";
+	expect_child_exited_0(pid, "3: capng_apply failed, 4: probe still saw FORCE, "
+				   "5: lock failed (FORCE tried?), 6: wrong report");
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 
 #include <sockbuf/sockbuf.h>
 
+#include <pthread.h>
+
 #include <array>
 #include <cerrno>
 #include <memory>
@@ -38,6 +40,36 @@ std::array<slot, slots> &table() // guarded by g_table_lock
 	return t;
 }
 
+// fork(): the table and every guard's set are taken before it, so that the
+// child finds them whole; the child then resets what only passes and the
+// thread use (floor_guard::after_fork_child()).  Nothing waits for a pass:
+// the locks taken are held only briefly by anyone.
+void before_fork()
+{
+	g_table_lock.lock();
+	for (slot &s : table())
+		if (s.g)
+			s.g->before_fork();
+}
+
+void after_fork_parent()
+{
+	for (slot &s : table())
+		if (s.g)
+			s.g->after_fork_parent();
+	g_table_lock.unlock();
+}
+
+void after_fork_child()
+{
+	for (slot &s : table())
+		if (s.g)
+			s.g->after_fork_child();
+	g_table_lock.unlock();
+}
+
+std::once_flag g_fork_handlers;
+
 std::shared_ptr<floor_guard> find(int id)
 {
 	if (id < 0)
@@ -62,6 +94,8 @@ int sockbuf_guard_new(unsigned int flags)
 	ret = sockbuf::probe::cached(&facts);
 	if (ret < 0)
 		return ret;
+	std::call_once(g_fork_handlers,
+		       [] { pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
 	std::shared_ptr<floor_guard> g;
 	try {
 		g = std::make_shared<floor_guard>(flags);

@@ -109,10 +109,17 @@ int pass_iter::open(pid_t self, int fds)
 		map_len_ = (size_t(room) * sizeof(slot) + page - 1) / page * page;
 		void *m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_SHARED,
 			       bpf_map__fd(map), 0);
-		if (m == MAP_FAILED)
+		if (m == MAP_FAILED) {
 			err = errno_or(-ENOMEM);
-		else
+		} else {
 			slots_ = static_cast<slot *>(m);
+			// Not inherited: a forked child's writes must never reach
+			// this process's slots (the map is shared with the
+			// kernel, so a MAP_SHARED copy would be shared with the
+			// child too).  The child loads its own (after_fork()).
+			if (madvise(m, map_len_, MADV_DONTFORK) != 0)
+				err = errno_or(-EINVAL);
+		}
 	}
 	if (err == 0) {
 		// Only this process's files: one walk of its fd table, not of
@@ -134,6 +141,10 @@ int pass_iter::open(pid_t self, int fds)
 	pid_ = self;
 	room_ = room;
 	last_stamp_ = 0;
+	fds_[0] = bpf_map__fd(map);
+	fds_[1] = st_->bss_fd;
+	fds_[2] = bpf_program__fd(prog);
+	fds_[3] = bpf_link__fd(st_->link);
 	return 1;
 }
 
@@ -172,7 +183,9 @@ int64_t pass_iter::run()
 
 void pass_iter::close()
 {
-	if (slots_)
+	// In a forked child nothing is mapped there (MADV_DONTFORK): the
+	// range may hold another mapping by now.
+	if (slots_ && pid_ == getpid())
 		munmap(slots_, map_len_);
 	slots_ = nullptr;
 	map_len_ = 0;
@@ -184,6 +197,26 @@ void pass_iter::close()
 	}
 	pid_ = 0;
 	room_ = 0;
+	for (int &f : fds_)
+		f = -1;
+}
+
+void pass_iter::after_fork()
+{
+	// The parent's state as fork() caught it, perhaps in the middle of
+	// open() in a thread the child does not have: nothing of it is freed
+	// or unmapped, only the child's copies of the descriptors are closed.
+	if (pid_ != 0)
+		for (int f : fds_)
+			if (f >= 0)
+				::close(f);
+	st_ = nullptr;
+	slots_ = nullptr;
+	map_len_ = 0;
+	pid_ = 0;
+	room_ = 0;
+	for (int &f : fds_)
+		f = -1;
 }
 
 #else // built without libbpf
@@ -201,6 +234,8 @@ int64_t pass_iter::run()
 }
 
 void pass_iter::close() {}
+
+void pass_iter::after_fork() {}
 
 #endif
 

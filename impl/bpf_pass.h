@@ -10,8 +10,10 @@
 // Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
 // CAP_PERFMON (or root), a kernel with BTF and task iterators limited to
 // one process (Linux 6.1).  Like the io_uring ring, it belongs to one
-// process: open() in a forked child makes its own.  Not thread-safe: the
-// guard's pass lock serialises every call.
+// process: the slots are not inherited (MADV_DONTFORK), after_fork() in
+// the child forgets the parent's iterator, and open() there makes the
+// child's own.  Not thread-safe: the guard's pass lock serialises every
+// call.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +51,12 @@ public:
 	bool is_open() const { return slots_ != nullptr; }
 	int room() const { return room_; } // fd numbers below this have a slot
 
+	// Loaded by and for the calling process (in a forked child, before
+	// open(): false).
+	bool is_open_here(pid_t self) const { return slots_ != nullptr && pid_ == self; }
+
 	// The slot of @fd (room() > fd >= 0), to fill (ino) or to read after
-	// a pass.
+	// a pass; only where is_open_here().
 	slot &at(int fd) { return slots_[fd]; }
 
 	// One walk of the process's files: every slot whose inode is the
@@ -60,6 +66,12 @@ public:
 
 	void close();
 
+	// In a forked child (pthread_atfork's child handler): forgets the
+	// parent's iterator without freeing or unmapping anything (the fork
+	// may have caught it mid-call in a thread the child lacks) and closes
+	// the child's copies of its descriptors.
+	void after_fork();
+
 private:
 	struct state;
 	state *st_ = nullptr;
@@ -68,6 +80,7 @@ private:
 	uint32_t last_stamp_ = 0;
 	pid_t pid_ = 0;
 	int room_ = 0;
+	int fds_[4] = {-1, -1, -1, -1}; // slots, .bss, program, link
 };
 
 } // namespace sockbuf::bpf

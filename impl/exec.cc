@@ -197,30 +197,13 @@ void reserve_only(op &o, int bytes)
 	reserve(o);
 }
 
-int run(op &o, mode m)
+namespace
 {
-	clear_report(o.rep);
 
-	int plan[2] = {SOCKBUF_STRAT_NONE, SOCKBUF_STRAT_NONE};
-	for (int i = 0; i < 2; i++) {
-		if (o.size[i] == 0)
-			continue;
-		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK : choose_initial(o, i);
-		if (plan[i] < 0)
-			return plan[i]; // nothing changed yet
-		o.dir(i).requested = o.size[i];
-	}
-
-	// From here on the socket is read and changed: one call per fd at a
-	// time (the lock bits are one value; see fd_serial.h).
-	fd_serial::guard serial(o.fd);
-	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
-		note_tcp_state(o);
-	int ret = 0;
-	if (m == mode::initial && (o.rep->flags & SOCKBUF_R_AFTER_HANDSHAKE))
-		ret = hold_grown(o, plan);
-	if (ret < 0)
-		return ret; // nothing changed yet
+// Carries out @plan (set, unlock, undo a window clamp the set left, record
+// the floor, reserve) on a socket whose state the caller has noted.
+int carry_out(op &o, mode m, const int plan[2])
+{
 	if (m == mode::initial && (plan[0] == SOCKBUF_STRAT_LOCK || plan[1] == SOCKBUF_STRAT_LOCK))
 		o.rep->flags |= SOCKBUF_R_FALLBACK;
 
@@ -229,7 +212,7 @@ int run(op &o, mode m)
 	const bool clamp_watch = plan[buffer::rcv] == SOCKBUF_STRAT_UNLOCK &&
 				 (o.facts.quirks & SOCKBUF_QUIRK_RCVBUF_CLAMPS_WINDOW);
 	int clamp_before = 0;
-	ret = clamp_watch ? window_clamp::read(o.fd, &clamp_before) : 0;
+	int ret = clamp_watch ? window_clamp::read(o.fd, &clamp_before) : 0;
 	if (ret < 0)
 		return ret; // nothing changed yet
 
@@ -266,6 +249,55 @@ int run(op &o, mode m)
 	if (m == mode::initial && (o.flags & SOCKBUF_F_RESERVE_MEM))
 		reserve(o);
 	return 0;
+}
+
+} // namespace
+
+int run(op &o, mode m)
+{
+	clear_report(o.rep);
+
+	int plan[2] = {SOCKBUF_STRAT_NONE, SOCKBUF_STRAT_NONE};
+	for (int i = 0; i < 2; i++) {
+		if (o.size[i] == 0)
+			continue;
+		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK : choose_initial(o, i);
+		if (plan[i] < 0)
+			return plan[i]; // nothing changed yet
+		o.dir(i).requested = o.size[i];
+	}
+
+	// From here on the socket is read and changed: one call per fd at a
+	// time (the lock bits are one value; see fd_serial.h).
+	fd_serial::guard serial(o.fd);
+	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
+		note_tcp_state(o);
+	int ret = 0;
+	if (m == mode::initial && (o.rep->flags & SOCKBUF_R_AFTER_HANDSHAKE))
+		ret = hold_grown(o, plan);
+	if (ret < 0)
+		return ret; // nothing changed yet
+	return carry_out(o, m, plan);
+}
+
+int restore(op &o)
+{
+	clear_report(o.rep);
+	int plan[2] = {SOCKBUF_STRAT_NONE, SOCKBUF_STRAT_NONE};
+	for (int i = 0; i < 2; i++) {
+		if (o.size[i] == 0)
+			continue;
+		plan[i] = choose_initial(o, i);
+		if (plan[i] < 0)
+			return plan[i]; // nothing changed yet
+		o.dir(i).requested = o.size[i];
+	}
+	fd_serial::guard serial(o.fd);
+	// The state is read only where the reservation needs it (a listener
+	// gets none); the raise itself does not depend on it.
+	if ((o.flags & SOCKBUF_F_RESERVE_MEM) && o.has(SOCKBUF_FEAT_TCP_INFO))
+		note_tcp_state(o);
+	return carry_out(o, mode::initial, plan);
 }
 
 } // namespace sockbuf::exec

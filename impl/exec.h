@@ -17,6 +17,15 @@ enum class mode {
 // mode, no mechanism, no fallback) is returned before anything changes.
 int run(op &o, mode m);
 
+// The floor guard's restore: raise each direction with a size in o.size
+// (the floor, for a direction its pass found below it) as set_initial
+// would, from what the pass already read.  Neither the socket's state nor
+// its sizes are read again (the state only with SOCKBUF_F_RESERVE_MEM, for
+// the reservation's listener rule), and nothing is validated: the caller
+// has checked, right before, that the fd still names the socket it
+// guards.  Fills *o.rep from scratch; 0 or -errno.
+int restore(op &o);
+
 // A report that says nothing happened: zeros, tcp_state and the lock
 // states unknown (-1).
 void clear_report(struct sockbuf_report *rep);

@@ -3,6 +3,7 @@
 
 #include "buffer.h"
 #include "exec.h"
+#include "op.h"
 #include "floor_registry.h"
 #include "probe.h"
 #include "sys.h"
@@ -13,6 +14,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <new>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -106,8 +108,9 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 floor_guard::~floor_guard()
 {
 	stop();
-	for (const entry &e : entries_)
-		registry::withdraw(e.inode, registry::by_guard);
+	for (size_t i = 0; i < entries_.size(); i++)
+		if (!entries_.at(i).removed.load(std::memory_order_relaxed))
+			registry::withdraw(entries_.at(i).inode, registry::by_guard);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_);
 }
@@ -141,24 +144,53 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	std::lock_guard<std::mutex> lock(mu_);
 	if (by_inode_.count(uint32_t(inode)))
 		return -EEXIST;
+	entry e;
+	e.fd = fd;
+	e.family = family;
+	e.inode = uint32_t(inode);
+	e.cookie = cookie;
+	e.seq = next_seq_;
+	e.floor = floor;
+	const long i = entries_.push_back(e);
+	if (i < 0)
+		return int(i);
 	try {
-		entries_.push_back({fd, family, uint32_t(inode), cookie, floor});
-		by_inode_.emplace(uint32_t(inode), entries_.size() - 1);
+		index_add(size_t(i));
 	} catch (const std::bad_alloc &) {
-		if (entries_.size() > by_inode_.size())
-			entries_.pop_back();
+		index_drop(size_t(i));
+		entries_.pop_back();
 		return -ENOMEM;
 	}
-	stats_.sockets = int(entries_.size());
+	next_seq_++;
+	stats_.sockets++;
 	max_fd_ = std::max(max_fd_, fd);
-	// A number past the loaded slots waits for the next pass to load
-	// more room.
-	if (bpf_.is_open() && fd < bpf_.room())
-		bpf_.at(fd) = {uint32_t(inode), 0, 0, 0};
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
 	registry::publish(inode, floor.snd, floor.rcv, registry::by_guard);
 	return 0;
+}
+
+// Entry i in the indexes.  Caller holds mu_.
+void floor_guard::index_add(size_t i)
+{
+	const entry &e = entries_.at(i);
+	by_inode_.emplace(e.inode, i);
+	by_fd_.emplace(e.fd, i);
+}
+
+// Entry i out of the indexes (where they name it).  Caller holds mu_.
+void floor_guard::index_drop(size_t i)
+{
+	const entry &e = entries_.at(i);
+	auto it = by_inode_.find(e.inode);
+	if (it != by_inode_.end() && it->second == i)
+		by_inode_.erase(it);
+	auto range = by_fd_.equal_range(e.fd);
+	for (auto f = range.first; f != range.second; ++f)
+		if (f->second == i) {
+			by_fd_.erase(f);
+			break;
+		}
 }
 
 // Accepted sockets do not inherit their listener's reservation: a
@@ -190,28 +222,41 @@ void floor_guard::count_reservation(const struct sockbuf_report &rep)
 	}
 }
 
+// By the socket the fd names now (its inode), so that an entry left by a
+// closed socket whose number was reused is never the one removed.  An fd
+// that names no socket any more (closed) takes every entry under its
+// number with it: each is stale.  O(1); waits for one restore at most.
 int floor_guard::remove(int fd)
 {
+	if (fd < 0)
+		return -ENOENT;
+	const int64_t inode = diag::socket_inode(fd);
 	std::lock_guard<std::mutex> lock(mu_);
-	for (size_t i = 0; i < entries_.size(); i++) {
-		if (entries_[i].fd != fd)
-			continue;
-		registry::withdraw(entries_[i].inode, registry::by_guard);
-		bpf_forget(entries_[i]);
-		sweep_forget(i);
-		entries_.erase(entries_.begin() + long(i));
-		rebuild_index();
-		stats_.sockets = int(entries_.size());
+	auto drop = [this](entry &e) {
+		e.removed.store(true, std::memory_order_relaxed);
+		registry::withdraw(e.inode, registry::by_guard);
+		auto it = by_inode_.find(e.inode);
+		if (it != by_inode_.end() && &entries_.at(it->second) == &e)
+			by_inode_.erase(it);
+		stats_.sockets--;
+	};
+	if (inode >= 0) {
+		auto it = by_inode_.find(uint32_t(inode));
+		if (it == by_inode_.end())
+			return -ENOENT;
+		drop(entries_.at(it->second));
 		return 0;
 	}
-	return -ENOENT;
-}
-
-void floor_guard::rebuild_index()
-{
-	by_inode_.clear();
-	for (size_t i = 0; i < entries_.size(); i++)
-		by_inode_.emplace(entries_[i].inode, i);
+	int found = 0;
+	auto range = by_fd_.equal_range(fd);
+	for (auto f = range.first; f != range.second; ++f) {
+		entry &e = entries_.at(f->second);
+		if (e.removed.load(std::memory_order_relaxed))
+			continue;
+		drop(e);
+		found++;
+	}
+	return found ? 0 : -ENOENT;
 }
 
 // Asked for by the flag (or by the test seam), and not failed.
@@ -221,17 +266,9 @@ bool floor_guard::bpf_wanted() const
 				 g_forced_source.load(std::memory_order_relaxed) == src_bpf);
 }
 
-// Entry @e leaves: its slot is emptied, unless the number now belongs to
-// another entry (a reused fd added again).
-void floor_guard::bpf_forget(const entry &e)
+int floor_guard::choose_source(size_t n) const
 {
-	if (bpf_.is_open() && e.fd < bpf_.room() && bpf_.at(e.fd).ino == e.inode)
-		bpf_.at(e.fd) = {};
-}
-
-int floor_guard::choose_source() const
-{
-	if (entries_.empty())
+	if (n == 0)
 		return src_getsockopt;
 	if (bpf_wanted())
 		return src_bpf;
@@ -267,71 +304,70 @@ bool floor_guard::both_in_one_read(const entry &e) const
 	return meminfo_ok_ && e.floor.snd && e.floor.rcv;
 }
 
-// Which entries this pass checks the identity of.  A round's step is fixed
-// when it begins, so a round lasts at most sweep_passes passes however the
-// set changes meanwhile.
-void floor_guard::plan_sweep()
+// Which entries this pass checks the identity of: the next
+// ceil(n / sweep_passes), wrapping.
+void floor_guard::plan_sweep(size_t n)
 {
-	const size_t n = entries_.size();
-	if (sweep_next_ >= sweep_end_) {
-		sweep_next_ = 0;
-		sweep_end_ = n;
-		sweep_step_ = std::max<size_t>(1, (n + sweep_passes - 1) / sweep_passes);
-	}
-	sweep_lo_ = sweep_next_;
-	sweep_next_ = std::min(sweep_end_, sweep_lo_ + sweep_step_);
+	const size_t step = std::max<size_t>(1, (n + sweep_passes - 1) / sweep_passes);
+	if (sweep_hi_ >= n)
+		sweep_hi_ = 0;
+	sweep_lo_ = sweep_hi_;
+	sweep_hi_ = std::min(n, sweep_lo_ + step);
 }
 
 bool floor_guard::in_sweep(size_t i) const
 {
-	return i >= sweep_lo_ && i < sweep_next_;
-}
-
-// Entry i leaves: the sweep's indices keep naming the same entries.  With
-// several leaving, call it from the highest index down.
-void floor_guard::sweep_forget(size_t i)
-{
-	if (i < sweep_lo_)
-		sweep_lo_--;
-	if (i < sweep_next_)
-		sweep_next_--;
-	if (i < sweep_end_)
-		sweep_end_--;
+	return i >= sweep_lo_ && i < sweep_hi_;
 }
 
 // Does the fd still name the socket added?  Its cookie says so for sure;
-// without one (a kernel before 4.12), its inode.
-bool floor_guard::same_socket(const entry &e) const
+// without one (a kernel before 4.12), its inode.  gone: the fd names no
+// socket (closed); reused: another socket.
+floor_guard::verdict floor_guard::identity(const entry &e) const
 {
-	if (e.cookie == 0)
-		return diag::socket_inode(e.fd) == int64_t(e.inode);
-	return socket_cookie(e.fd) == e.cookie;
+	if (e.cookie == 0) {
+		const int64_t ino = diag::socket_inode(e.fd);
+		return ino < 0 ? gone : ino == int64_t(e.inode) ? keep : reused;
+	}
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	const int ret = sys::getsockopt(e.fd, SOL_SOCKET, SO_COOKIE, &cookie, &len);
+	if (ret < 0 || len != sizeof(cookie))
+		return gone; // closed, or no longer a socket: never written through
+	return cookie == e.cookie ? keep : reused;
 }
 
 // One dump of this namespace's TCP sockets; only the guarded ones are kept.
-void floor_guard::read_sizes_from_dump()
+void floor_guard::read_sizes_from_dump(size_t n)
 {
 	diag::filter f;
 	f.states = full_socket_states();
 	f.tcp_info = false;
 	// One family guarded: the other family's dump (a second walk of the
 	// same table) is left out.
-	f.family = entries_.front().family;
-	for (const entry &e : entries_)
-		if (e.family != f.family) {
+	f.family = entries_.at(0).family;
+	for (size_t i = 0; i < n; i++)
+		if (entries_.at(i).family != f.family) {
 			f.family = 0;
 			break;
 		}
-	int ret = diag_.each(f, [this](const diag::socket_info &s) {
-		auto it = by_inode_.find(s.inode);
-		if (it != by_inode_.end())
+	// By inode, among the entries this pass looks at (the index is the
+	// set's, under mu_: a small map of the pass's own instead).
+	std::unordered_map<uint32_t, size_t> mine;
+	try {
+		mine.reserve(n);
+		for (size_t i = 0; i < n; i++)
+			mine.emplace(entries_.at(i).inode, i);
+	} catch (const std::bad_alloc &) {
+		return; // every socket is read with getsockopt instead
+	}
+	int ret = diag_.each(f, [this, &mine](const diag::socket_info &s) {
+		auto it = mine.find(s.inode);
+		if (it != mine.end())
 			now_[it->second] = {s.sndbuf, s.rcvbuf, false};
 	});
-	if (ret < 0) {
-		// Partly filled sizes are still true; the rest fall back.
-		diag_err_ = ret;
-		stats_.diag_err = ret;
-	}
+	if (ret < 0)
+		diag_err_ = ret; // partly filled sizes are still true; the rest fall back
 }
 
 // The floored directions of every socket through io_uring, a few
@@ -340,18 +376,19 @@ void floor_guard::read_sizes_from_dump()
 // match leaves; one whose reads failed is left unread: the pass reads it
 // with getsockopt, which also finds out whether it is gone.  Sockets
 // without a cookie are read with getsockopt too.
-bool floor_guard::read_sizes_from_ring(pid_t self)
+bool floor_guard::read_sizes_from_ring(pid_t self, size_t n)
 {
 	int ret = ring_.open(self);
 	if (ret == 0) {
-		ring_vals_.resize(entries_.size());
+		ring_vals_.resize(n);
 		ring_reads_.clear();
-		for (size_t i = 0; i < entries_.size(); i++) {
-			const entry &e = entries_[i];
+		for (size_t i = 0; i < n; i++) {
+			const entry &e = entries_.at(i);
 			ring_vals &v = ring_vals_[i];
 			v = {};
-			if (e.cookie == 0)
+			if (e.cookie == 0 || e.removed.load(std::memory_order_relaxed))
 				continue;
+			v.asked = true;
 			v.cookie_read = in_sweep(i);
 			if (v.cookie_read)
 				ring_reads_.push_back(
@@ -371,21 +408,20 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 	}
 	if (ret < 0) {
 		uring_err_ = ret;
-		stats_.uring_err = ret;
 		return false;
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < entries_.size(); i++) {
-		const entry &e = entries_[i];
-		if (e.cookie == 0)
-			continue;
+	for (size_t i = 0; i < n; i++) {
 		const ring_vals &v = ring_vals_[i];
+		if (!v.asked)
+			continue; // read with getsockopt, or removed
+		const entry &e = entries_.at(i);
 		bool ok = true;
 		sizes got{-1, -1, false};
 		if (v.cookie_read) {
 			ok = ring_reads_[k++].res == int(sizeof(uint64_t));
 			if (ok && v.cookie != e.cookie) {
-				gone_[i] = 1; // the number now names another socket
+				verdict_[i] = reused; // the number now names another socket
 				k += v.meminfo_read ? 1 : !!e.floor.snd + !!e.floor.rcv;
 				continue;
 			}
@@ -412,38 +448,75 @@ bool floor_guard::read_sizes_from_ring(pid_t self)
 	}
 	return true;
 }
-
 // Every socket by one walk of this process's files (bpf_pass.h).  A slot
 // not stamped by this pass, or holding another inode, is an entry whose
 // fd closed or now names another file: it leaves.  False when the
 // iterator cannot be loaded or fails: bpf_err_ says why, for good.
-bool floor_guard::read_sizes_from_bpf(pid_t self)
+bool floor_guard::read_sizes_from_bpf(pid_t self, size_t n)
 {
-	const int loaded = bpf_.open(self, max_fd_ + 1);
-	if (loaded == 1) // empty slots: a first pass, more room, or a forked child
-		for (const entry &e : entries_) // in the order added: the last wins a number
-			bpf_.at(e.fd) = {e.inode, 0, 0, 0};
+	const int loaded = bpf_.open(self, max_fd_seen_ + 1);
+	if (loaded == 1) { // empty slots: a first pass, more room, or a forked child
+		bpf_seq_.assign(size_t(bpf_.room()), 0);
+		bpf_claimed_seq_ = 0;
+	}
+	if (loaded >= 0)
+		bpf_claim(n);
 	// A failed open() or run() has closed the iterator already.
 	const int64_t stamp = loaded < 0 ? loaded : bpf_.run();
 	if (stamp < 0) {
 		bpf_err_ = int(stamp);
-		stats_.bpf_err = bpf_err_;
 		return false;
 	}
-	for (size_t i = 0; i < entries_.size(); i++) {
-		const entry &e = entries_[i];
+	for (size_t i = 0; i < n; i++) {
+		const entry &e = entries_.at(i);
+		if (e.fd >= bpf_.room())
+			continue; // added during the last pass past the room: getsockopt
 		const bpf::slot &sl = bpf_.at(e.fd);
 		if (sl.ino == e.inode && sl.stamp == uint32_t(stamp))
 			now_[i] = {sl.snd, sl.rcv, true};
-		else
-			gone_[i] = 1;
+		else if (bpf_seq_[size_t(e.fd)] == e.seq)
+			verdict_[i] = gone; // its own slot, not stamped: closed or reused
+		// else another entry holds the number: getsockopt reads this one
 	}
 	return true;
 }
 
+// Gives every entry added since the last claim its fd's slot, unless a
+// later entry holds that number: of two entries on one number (the first
+// closed, its number reused and added again), the later one is the live
+// one.
+void floor_guard::bpf_claim(size_t n)
+{
+	uint64_t top = bpf_claimed_seq_;
+	for (size_t i = 0; i < n; i++) {
+		const entry &e = entries_.at(i);
+		if (e.seq <= bpf_claimed_seq_ || e.fd >= bpf_.room())
+			continue;
+		top = std::max(top, e.seq);
+		if (e.removed.load(std::memory_order_relaxed))
+			continue;
+		uint64_t &owner = bpf_seq_[size_t(e.fd)];
+		if (owner > e.seq)
+			continue;
+		owner = e.seq;
+		bpf_.at(e.fd) = {e.inode, 0, 0, 0};
+	}
+	bpf_claimed_seq_ = top;
+}
+
+// Entry @e leaves: its slot is emptied, unless another entry holds it.
+void floor_guard::bpf_release(const entry &e)
+{
+	if (!bpf_.is_open_here(getpid()) || e.fd >= bpf_.room() ||
+	    bpf_seq_[size_t(e.fd)] != e.seq)
+		return;
+	bpf_seq_[size_t(e.fd)] = 0;
+	bpf_.at(e.fd) = {};
+}
+
 // The floored directions by getsockopt, without asking whether the fd
-// still names the socket (the pass asks where it matters).  False when
-// the fd no longer names a socket: closed, or reused for another file.
+// still names the socket (the restore asks).  False when the fd no longer
+// names a socket: closed, or reused for another file.
 bool floor_guard::read_sizes_one(const entry &e, sizes *out)
 {
 	int snd = -1, rcv = -1, ret = -ENOPROTOOPT;
@@ -468,45 +541,106 @@ bool floor_guard::read_sizes_one(const entry &e, sizes *out)
 	return true;
 }
 
-void floor_guard::check_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p,
-			    bool *gone)
+// Entry i's sizes against its floor; below it, the restore.  True when it
+// was below.
+bool floor_guard::check_one(size_t i, struct sockbuf_guard_report *p)
 {
+	const entry &e = entries_.at(i);
+	const sizes &now = now_[i];
 	const int64_t size[2] = {now.snd, now.rcv};
 	const int want[2] = {e.floor.snd, e.floor.rcv};
 	int below = 0;
-	for (int i = 0; i < 2; i++) {
-		if (want[i] == 0 || size[i] < 0 || size[i] >= want[i])
+	for (int d = 0; d < 2; d++) {
+		if (want[d] == 0 || size[d] < 0 || size[d] >= want[d])
 			continue;
 		below++;
-		p->worst_depth = std::max(p->worst_depth, int(want[i] - size[i]));
+		p->worst_depth = std::max(p->worst_depth, int(want[d] - size[d]));
 	}
 	if (below == 0)
-		return;
+		return false;
 	p->below += below;
-	// The sizes read may be another socket's (the number closed and
-	// reused; a dump speaks of the socket, not of this fd): make sure the
-	// fd still names the socket added before changing anything through it.
-	if (!now.verified && !same_socket(e)) {
-		*gone = true;
-		return;
+	// One restore under the set's lock: a remove() that returned before
+	// it is seen here, and one called during it waits for this socket
+	// only.
+	std::lock_guard<std::mutex> lock(mu_);
+	if (e.removed.load(std::memory_order_relaxed))
+		return true;
+	// Identity at the write: whatever read the sizes, and however long
+	// ago, the fd must name the socket added right before the first
+	// write through it.  The window left is between this getsockopt and
+	// the setsockopt after it (a few microseconds): the program's own
+	// close() and a new socket landing on the number in between is not
+	// something a library that does not own close() can exclude.
+	const verdict v = identity(e);
+	if (v != keep) {
+		verdict_[i] = char(v);
+		return true;
 	}
-	unsigned int flags = SOCKBUF_F_FALLBACK_DEFAULT;
-	if (flags_ & SOCKBUF_GUARD_ALLOW_FORCE)
-		flags |= SOCKBUF_F_ALLOW_FORCE;
-	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
-		flags |= SOCKBUF_F_RESERVE_MEM;
+	restore_one(e, now, p);
+	return true;
+}
+
+// Raises the directions found below from the sizes the pass read: size,
+// then clear the lock bit, one read-back per direction (exec::restore()).
+// Caller holds mu_ and has checked the identity.
+void floor_guard::restore_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p)
+{
 	struct sockbuf_report rep;
-	if (sockbuf_restore_floor(e.fd, &e.floor, flags, &rep) < 0) {
+	op o{};
+	o.fd = e.fd;
+	o.protocol = IPPROTO_TCP;
+	o.flags = SOCKBUF_F_FALLBACK_DEFAULT;
+	if (flags_ & SOCKBUF_GUARD_ALLOW_FORCE)
+		o.flags |= SOCKBUF_F_ALLOW_FORCE;
+	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
+		o.flags |= SOCKBUF_F_RESERVE_MEM;
+	o.rep = &rep;
+	o.reserve_bytes = exec::reserve_amount(e.floor.snd, e.floor.rcv);
+	const int64_t size[2] = {now.snd, now.rcv};
+	const int want[2] = {e.floor.snd, e.floor.rcv};
+	for (int d = 0; d < 2; d++)
+		o.size[d] = want[d] && size[d] >= 0 && size[d] < want[d] ? want[d] : 0;
+	if (probe::cached(&o.facts) < 0 || exec::restore(o) < 0) {
 		p->errors++;
 		return;
 	}
 	count_reservation(rep);
-	if (e.floor.snd && rep.snd.strategy != SOCKBUF_STRAT_HELD &&
-	    rep.snd.strategy != SOCKBUF_STRAT_DEFAULT)
-		p->restored++;
-	if (e.floor.rcv && rep.rcv.strategy != SOCKBUF_STRAT_HELD &&
-	    rep.rcv.strategy != SOCKBUF_STRAT_DEFAULT)
-		p->restored++;
+	for (int d = 0; d < 2; d++) {
+		const struct sockbuf_dir_report &r = d == 0 ? rep.snd : rep.rcv;
+		if (o.size[d] && r.strategy != SOCKBUF_STRAT_HELD &&
+		    r.strategy != SOCKBUF_STRAT_DEFAULT && r.strategy != SOCKBUF_STRAT_NONE)
+			p->restored++;
+	}
+}
+
+// Entries that left (closed, reused, removed) go: the last entry takes
+// each one's place, so this costs what left, not the whole set.  Caller
+// holds mu_; @n entries had a verdict this pass.
+void floor_guard::compact(size_t n, struct sockbuf_guard_report *p)
+{
+	for (size_t i = entries_.size(); i-- > 0;) {
+		entry &e = entries_.at(i);
+		const bool removed = e.removed.load(std::memory_order_relaxed);
+		const char v = i < n ? verdict_[i] : char(keep);
+		if (!removed && v == keep)
+			continue;
+		if (!removed) {
+			registry::withdraw(e.inode, registry::by_guard);
+			stats_.sockets--;
+			p->removed++;
+			if (v == reused)
+				p->reused++;
+		}
+		bpf_release(e);
+		index_drop(i);
+		const size_t last = entries_.size() - 1;
+		if (i != last) {
+			index_drop(last);
+			e = entries_.at(last);
+			index_add(i); // cannot throw: the entries it replaces are gone
+		}
+		entries_.pop_back();
+	}
 }
 
 int floor_guard::pass(struct sockbuf_guard_report *out)
@@ -515,83 +649,129 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	if (!(flags_ & SOCKBUF_GUARD_RUN_IN_CHILD) && self != owner_)
 		return -ECHILD;
 	struct sockbuf_guard_report p = {};
-	std::lock_guard<std::mutex> lock(mu_);
+	std::lock_guard<std::mutex> pass_lock(pass_mu_);
 	const int64_t t0 = now_ns();
 	// Sources are compared by the CPU time a pass took, not its wall
 	// time: a pass preempted on a busy host must not make its source look
 	// dear (or a dump cheap).
 	const int64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (timer_fd_ >= 0) {
-		uint64_t expirations;
-		ssize_t n = ::read(timer_fd_, &expirations, sizeof(expirations));
-		(void)n; // EAGAIN: called before the timer fired
+	size_t n;
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		n = entries_.size();
+		max_fd_seen_ = max_fd_;
+		if (timer_fd_ >= 0 && timer_owner_ == self) {
+			uint64_t expirations;
+			ssize_t r = ::read(timer_fd_, &expirations, sizeof(expirations));
+			(void)r; // EAGAIN: called before the timer fired
+		}
 	}
-	now_.assign(entries_.size(), sizes{});
-	gone_.assign(entries_.size(), 0);
-	plan_sweep();
-	int source = choose_source();
+	if (diag_reopen_ && diag_err_ == 0) { // a forked child's own netlink socket
+		diag_err_ = diag_.open();
+		diag_reopen_ = false;
+	}
+	// Entries [0, n) do not move or change until compact(), but for their
+	// removed mark; entries added meanwhile wait for the next pass.
+	now_.assign(n, sizes{});
+	verdict_.assign(n, char(keep));
+	plan_sweep(n);
+	int source = choose_source(n);
 	p.diag = src_getsockopt;
 	if (source == src_bpf) {
-		if (read_sizes_from_bpf(self))
+		if (read_sizes_from_bpf(self, n))
 			p.diag = src_bpf;
 		else
-			source = choose_source(); // bpf_err_ set: the other sources
+			source = choose_source(n); // bpf_err_ set: the other sources
 	}
 	if (source == src_diag) {
-		read_sizes_from_dump();
+		read_sizes_from_dump(n);
 		if (diag_err_ == 0)
 			p.diag = src_diag;
-	} else if (source == src_uring && read_sizes_from_ring(self)) {
+	} else if (source == src_uring && read_sizes_from_ring(self, n)) {
 		p.diag = src_uring;
 	}
-	for (size_t i = 0; i < entries_.size(); i++) {
-		const entry &e = entries_[i];
+	int looked = 0;
+	for (size_t i = 0; i < n; i++) {
+		const entry &e = entries_.at(i);
+		if (verdict_[i] != keep || e.removed.load(std::memory_order_relaxed))
+			continue;
+		looked++;
 		sizes &now = now_[i];
-		bool seen = now.snd >= 0 || now.rcv >= 0;
-		if (gone_[i] || (!seen && !read_sizes_one(e, &now)) ||
-		    (in_sweep(i) && !now.verified && !same_socket(e))) {
-			gone_[i] = 1;
+		const bool seen = now.snd >= 0 || now.rcv >= 0;
+		if (!seen && !read_sizes_one(e, &now)) {
+			verdict_[i] = gone;
 			continue;
 		}
-		bool g = false;
-		check_one(e, now, &p, &g);
-		gone_[i] = g;
+		// Below its floor: the restore checks the identity itself.
+		if (check_one(i, &p) || !in_sweep(i) || now.verified)
+			continue;
+		const verdict v = identity(e);
+		if (v != keep)
+			verdict_[i] = char(v);
 	}
-	p.sockets = int(entries_.size());
-	for (size_t i = entries_.size(); i-- > 0;)
-		if (gone_[i]) {
-			registry::withdraw(entries_[i].inode, registry::by_guard);
-			bpf_forget(entries_[i]);
-			sweep_forget(i);
-		}
-	size_t kept = 0;
-	for (size_t i = 0; i < entries_.size(); i++)
-		if (!gone_[i])
-			entries_[kept++] = entries_[i];
-	p.removed = int(entries_.size() - kept);
-	if (p.removed) {
-		entries_.resize(kept);
-		rebuild_index();
-	}
+	p.sockets = looked;
 	p.duration_ns = now_ns() - t0;
 	// The source that did the work; at least 1 ns: 0 means "not timed".
 	source_ns_[p.diag] = std::max<int64_t>(1, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
 	passes_++;
 
+	std::lock_guard<std::mutex> lock(mu_);
+	compact(n, &p);
 	stats_.passes++;
 	stats_.below += uint64_t(p.below);
 	stats_.restored += uint64_t(p.restored);
 	stats_.errors += uint64_t(p.errors);
 	stats_.removed += uint64_t(p.removed);
-	stats_.sockets = int(entries_.size());
+	stats_.reused += uint64_t(p.reused);
 	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
 	stats_.last_pass_ns = p.duration_ns;
 	stats_.max_pass_ns = std::max(stats_.max_pass_ns, p.duration_ns);
 	stats_.total_pass_ns += p.duration_ns;
 	stats_.source = p.diag;
+	stats_.diag_err = diag_err_;
+	stats_.uring_err = uring_err_;
+	stats_.bpf_err = bpf_err_;
 	if (out)
 		*out = p;
 	return 0;
+}
+
+void floor_guard::before_fork()
+{
+	run_mu_.lock();
+	mu_.lock();
+}
+
+void floor_guard::after_fork_parent()
+{
+	mu_.unlock();
+	run_mu_.unlock();
+}
+
+// The forking thread holds mu_ and run_mu_ (before_fork()), so the set and
+// the totals are whole; what a pass in another thread owned may be caught
+// half-done, and is forgotten, never freed: the pass lock, the per-pass
+// vectors, the netlink socket, the BPF iterator (bpf_pass.h).  The io_uring
+// ring is made anew by its next open() (uring.h).  The thread is not in the
+// child; the timer is the parent's (the child's passes do not read it).
+void floor_guard::after_fork_child()
+{
+	new (&pass_mu_) std::mutex();
+	new (&now_) std::vector<sizes>();
+	new (&verdict_) std::vector<char>();
+	new (&ring_vals_) std::vector<ring_vals>();
+	new (&ring_reads_) std::vector<uring::sockopt_read>();
+	new (&bpf_seq_) std::vector<uint64_t>();
+	diag_.after_fork();
+	diag_reopen_ = true;
+	bpf_.after_fork();
+	bpf_claimed_seq_ = 0;
+	sweep_lo_ = sweep_hi_ = 0;
+	new (&thread_) std::thread();
+	stop_word_.store(0, std::memory_order_relaxed);
+	interval_us_ = 0;
+	mu_.unlock();
+	run_mu_.unlock();
 }
 
 // The thread sleeps on a futex (stop_word_) with an absolute
@@ -682,6 +862,7 @@ int floor_guard::timerfd(unsigned int interval_us)
 	interval_us_ = interval_us;
 	std::lock_guard<std::mutex> lock(mu_);
 	timer_fd_ = fd;
+	timer_owner_ = getpid();
 	return fd;
 }
 

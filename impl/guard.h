@@ -2,33 +2,38 @@
 // The floor guard behind sockbuf_guard_*(): a set of sockets with their
 // floors, a pass that finds and restores those below, and the two ways to
 // drive passes (a thread, or a timerfd in the caller's loop).  Guards are
-// named by ids through a small table (guard_table.cc), so that a
-// destroyed guard's id gives -EBADF instead of a dangling pointer.
+// named by ids through a small table (api_guard.cc), so that a destroyed
+// guard's id gives -EBADF instead of a dangling pointer.
 //
 // What a pass reads: one SO_MEMINFO per socket when both directions are
 // floored (SO_SNDBUF or SO_RCVBUF when one is; both where the kernel has
-// no SO_MEMINFO), and nothing more.  Whether the fd still names the
-// socket added (its SO_COOKIE, or its inode by fstat where the kernel gave
-// no cookie) matters only before the guard changes something, so it is
-// read for a socket found below its floor, right before the restore; a
-// socket that is not the one added leaves the guard unrestored.  A closed
-// fd fails its read (EBADF) and leaves at once.  A number closed and
-// reused for another socket that is not below the old floor would read
-// fine: a rolling sweep also checks the identity of ceil(n / 16) sockets
-// per pass, in rounds of at most sweep_passes passes that each cover every
-// socket registered when the round began.  So such an entry leaves within
-// 2 * sweep_passes passes of the reuse (one round to finish, the next to
-// reach it).
+// no SO_MEMINFO), and nothing more.  A closed fd fails its read (EBADF)
+// and leaves at once.  Whatever source found a socket below its floor,
+// the restore first checks that the fd still names the socket added (its
+// SO_COOKIE, or its inode by fstat where the kernel gave no cookie), then
+// writes: a number that now names another socket leaves the guard
+// unwritten, counted as reused.  A number reused for a socket that is not
+// below the old floor reads fine: a rolling sweep checks the identity of
+// ceil(n / 16) sockets per pass, so such an entry leaves within
+// 2 * sweep_passes passes of the reuse.  With SOCKBUF_GUARD_BPF a pass is
+// one BPF iterator over the process's files (bpf_pass.h) that checks every
+// identity in the same walk.
 //
-// With SOCKBUF_GUARD_BPF a pass is one BPF iterator over the process's
-// files (bpf_pass.h): it reads every guarded socket and checks every
-// identity (the file's inode against the one added) in the same walk, so
-// a closed or reused fd leaves at the first pass after.
+// Locks: pass_mu_ makes passes one at a time and owns everything only a
+// pass uses (sources, rings, the sweep); mu_ guards the set and the
+// totals and is held only briefly: by add() and remove(), at the start
+// and end of a pass, and around each single restore (its identity check
+// and writes), so add() and remove() wait for one restore at most, never
+// for a whole pass, and once remove() has returned no pass writes through
+// the entry removed.  A fork() in another thread waits for mu_, not for
+// a pass: the child resets what a pass in flight could have left
+// half-done (after_fork_child()).
 #pragma once
 
 #include "bpf_pass.h"
 #include "buffer.h"
 #include "diag.h"
+#include "guard_entries.h"
 #include "uring.h"
 
 #include <sockbuf/sockbuf.h>
@@ -76,14 +81,17 @@ public:
 	int timerfd(unsigned int interval_us);
 	void stats(struct sockbuf_guard_totals *out);
 
+	// pthread_atfork, for every guard (api_guard.cc): before fork() the
+	// set's locks are taken (briefly held by anyone), after it they are
+	// released in the parent; in the child they are released and every
+	// per-process thing is reset: the pass lock (a pass may have been in
+	// flight in a thread the child lacks), the thread, the rings, the
+	// BPF iterator, the netlink socket, the timer (the parent's).
+	void before_fork();
+	void after_fork_parent();
+	void after_fork_child();
+
 private:
-	struct entry {
-		int fd;
-		int family;	 // AF_INET or AF_INET6 (SO_DOMAIN)
-		uint32_t inode;	 // the socket's identity where there is no cookie
-		uint64_t cookie; // SO_COOKIE: is this fd still the socket added? 0 unknown
-		struct sockbuf_floor floor;
-	};
 	struct sizes {
 		int64_t snd = -1, rcv = -1; // -1: not read by the pass's source
 		bool verified = false;	    // this pass saw the fd name the socket
@@ -93,24 +101,27 @@ private:
 		uint64_t cookie;
 		uint32_t mem[buffer::meminfo_len / sizeof(uint32_t)];
 		int snd, rcv;
-		bool cookie_read, meminfo_read;
+		bool asked, cookie_read, meminfo_read;
 	};
+	enum verdict : char { keep, gone, reused };
 
-	void rebuild_index();
-	int choose_source() const;
+	int choose_source(size_t n) const;
 	bool both_in_one_read(const entry &e) const;
-	void plan_sweep();
+	void plan_sweep(size_t n);
 	bool in_sweep(size_t i) const;
-	void sweep_forget(size_t i);
-	bool same_socket(const entry &e) const;
-	void read_sizes_from_dump();
-	bool read_sizes_from_ring(pid_t self); // false: no ring, use getsockopt
-	bool read_sizes_from_bpf(pid_t self);  // false: no iterator, choose again
+	verdict identity(const entry &e) const;
+	void read_sizes_from_dump(size_t n);
+	bool read_sizes_from_ring(pid_t self, size_t n); // false: no ring, use getsockopt
+	bool read_sizes_from_bpf(pid_t self, size_t n);	 // false: no iterator, choose again
 	bool bpf_wanted() const;
-	void bpf_forget(const entry &e);
+	void bpf_claim(size_t n);
+	void bpf_release(const entry &e);
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
-	void check_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p,
-		       bool *gone);
+	bool check_one(size_t i, struct sockbuf_guard_report *p);
+	void restore_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p);
+	void compact(size_t n, struct sockbuf_guard_report *p);
+	void index_add(size_t i);
+	void index_drop(size_t i);
 	void run_thread(unsigned int interval_us);
 	void reserve_at_add(int fd, const struct sockbuf_floor &floor);
 	void count_reservation(const struct sockbuf_report &rep);
@@ -118,26 +129,27 @@ private:
 	const unsigned int flags_;
 	const pid_t owner_;
 
-	std::mutex mu_; // everything below, and a pass as a whole
-	std::vector<entry> entries_;
-	std::unordered_map<uint32_t, size_t> by_inode_;
+	std::mutex pass_mu_; // one pass at a time, and everything a pass owns:
 	std::vector<sizes> now_;	   // per entry, filled by a pass
-	std::vector<char> gone_;	   // per entry, filled by a pass
+	std::vector<char> verdict_;	   // per entry (enum verdict)
 	std::vector<ring_vals> ring_vals_; // per entry, io_uring passes
 	std::vector<uring::sockopt_read> ring_reads_;
 	diag::session diag_;
 	int diag_err_ = 0;
+	bool diag_reopen_ = false; // a forked child: open its own netlink socket
 	uring::sockopt_ring ring_; // made on the first pass that wants it
 	int uring_err_ = 0;
 	bool meminfo_ok_ = true; // false once SO_MEMINFO gave ENOPROTOOPT (before 4.12)
 	bpf::pass_iter bpf_;	 // loaded on the first pass that wants it
 	int bpf_err_ = 0;	 // why passes do not use it (0: they may)
-	int max_fd_ = -1;	 // the largest fd number ever added: the slots' room
-	// The identity sweep: this round checks entries [0, sweep_end_), step
-	// of them per pass; this pass [sweep_lo_, sweep_next_).  Indices
-	// follow the entries when others leave (sweep_forget()); entries added
-	// during a round wait for the next one.
-	size_t sweep_lo_ = 0, sweep_next_ = 0, sweep_end_ = 0, sweep_step_ = 0;
+	// Per fd number: the seq of the entry whose inode its slot holds.
+	std::vector<uint64_t> bpf_seq_;
+	uint64_t bpf_claimed_seq_ = 0; // entries up to this seq have claimed slots
+	int max_fd_seen_ = -1;	       // max_fd_ when the pass began
+	// The identity sweep: this pass checks entries [sweep_lo_, sweep_hi_),
+	// a window of ceil(n / sweep_passes) that moves on each pass and
+	// wraps.  An entry moved down by compaction may wait one more round.
+	size_t sweep_lo_ = 0, sweep_hi_ = 0;
 	// The last pass's CPU time by size source (SOCKBUF_GUARD_SRC_*), 0
 	// until measured.  io_uring and getsockopt cost per socket; a dump's
 	// cost is mostly the kernel's walk of its whole established-socket
@@ -151,8 +163,16 @@ private:
 	// used while it works.)
 	int64_t source_ns_[4] = {0, 0, 0, 0};
 	uint64_t passes_ = 0;
+
+	std::mutex mu_; // the set and the totals; held briefly (see above)
+	entry_store entries_;
+	std::unordered_map<uint32_t, size_t> by_inode_; // live entries only
+	std::unordered_multimap<int, size_t> by_fd_;	// every entry
+	uint64_t next_seq_ = 1;
+	int max_fd_ = -1; // the largest fd number ever added: the slots' room
 	struct sockbuf_guard_totals stats_ = {};
 	int timer_fd_ = -1;
+	pid_t timer_owner_ = 0; // the process whose timer it is (a child's copy is not read)
 
 	std::mutex run_mu_; // the thread's start/stop
 	std::thread thread_;

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <atomic>
 #include <vector>
 
 namespace sockbuf::shim
@@ -60,6 +61,12 @@ struct thread_args {
 };
 thread_args g_args;
 
+// This process's guard, -1 before its thread made it.  A forked child
+// inherits the parent's id with the guard's copy; its own thread destroys
+// that copy (whose passes would refuse to run there: -ECHILD) and makes
+// the child's own.
+std::atomic<int> g_guard{-1};
+
 void *run(void *)
 {
 	// Host signals are the host's business: never run a handler here.
@@ -67,9 +74,13 @@ void *run(void *)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, nullptr);
 	prctl(PR_SET_NAME, "sockbuf-guard");
+	const int inherited = g_guard.exchange(-1);
+	if (inherited >= 0)
+		sockbuf_guard_destroy(inherited);
 	int guard = sockbuf_guard_new(0);
 	if (guard < 0)
 		return nullptr;
+	g_guard.store(guard);
 	std::vector<registered> known;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
@@ -84,11 +95,8 @@ void *run(void *)
 	return nullptr;
 }
 
-} // namespace
-
-bool start_floor_guard(int interval_ms)
+bool start_thread()
 {
-	g_args.interval_ms = interval_ms;
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
 		return false;
@@ -97,6 +105,27 @@ bool start_floor_guard(int interval_ms)
 	bool ok = pthread_create(&t, &attr, run, nullptr) == 0;
 	pthread_attr_destroy(&attr);
 	return ok;
+}
+
+// A forked child has only the thread that forked: pre-fork servers
+// (nginx, rsync's daemon, preforking RPC servers) would run their workers
+// unguarded.  Each child gets a guard thread of its own, for the sockets
+// it inherited and those it makes; a child that execs loses it with the
+// rest of its image (the new program loads the shim again).
+void start_in_child()
+{
+	start_thread();
+}
+
+} // namespace
+
+bool start_floor_guard(int interval_ms)
+{
+	g_args.interval_ms = interval_ms;
+	if (!start_thread())
+		return false;
+	pthread_atfork(nullptr, nullptr, start_in_child);
+	return true;
 }
 
 } // namespace sockbuf::shim

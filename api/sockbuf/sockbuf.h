@@ -551,7 +551,8 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * @restored:    directions raised back to their floor.
  * @errors:      restores that failed (the socket stays registered).
  * @removed:     sockets that had closed (or whose fd now names another
- *               socket), dropped from the guard.
+ *               socket), dropped from the guard.  Sockets taken out with
+ *               sockbuf_guard_remove() are not counted.
  * @worst_depth: the largest floor - size seen in this pass, 0 if none.
  * @diag:        where the sizes came from: SOCKBUF_GUARD_SRC_GETSOCKOPT (0),
  *               SOCKBUF_GUARD_SRC_DIAG (1, one inet_diag dump) or
@@ -560,6 +561,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  *               SOCKBUF_GUARD_BPF).  The field once held only 0 or 1: test
  *               "== SOCKBUF_GUARD_SRC_DIAG" for a dump, not "!= 0".
  * @duration_ns: how long the pass took (CLOCK_MONOTONIC).
+ * @reused:      of @removed, those whose fd was found naming another
+ *               socket (the number closed and reused): dropped, never
+ *               written through.  Taken from @reserved: older callers
+ *               read it as 0.
  */
 struct sockbuf_guard_report {
 	int sockets;
@@ -571,7 +576,8 @@ struct sockbuf_guard_report {
 	int diag;
 	int pad_;
 	int64_t duration_ns;
-	uint32_t reserved[4];
+	int reused;
+	uint32_t reserved[3];
 };
 
 /**
@@ -613,9 +619,12 @@ struct sockbuf_guard_report {
  *                  iterator that failed during a pass.  -EPERM without
  *                  the flag.
  *
- * @reserve_ok, @reserve_failed, @reserve_err, @uring_err, @source and
- * @bpf_err were taken from @reserved: the struct keeps its size, and older
- * callers that zeroed @reserved read them as 0.
+ * @reused:         the sum of sockbuf_guard_report.reused: entries dropped
+ *                  because their fd named another socket.
+ *
+ * @reserve_ok, @reserve_failed, @reserve_err, @uring_err, @source,
+ * @bpf_err and @reused were taken from @reserved: the struct keeps its
+ * size, and older callers that zeroed @reserved read them as 0.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -636,7 +645,8 @@ struct sockbuf_guard_totals {
 	int uring_err;
 	int source;
 	int bpf_err;
-	uint32_t reserved[2];
+	uint32_t reused;
+	uint32_t reserved[1];
 };
 
 /**

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace sockbuf::diag
 {
@@ -178,6 +179,15 @@ session::~session()
 {
 	if (fd_ >= 0)
 		::close(fd_);
+}
+
+void session::after_fork()
+{
+	if (fd_ >= 0)
+		::close(fd_);
+	fd_ = -1;
+	seq_ = 0;
+	new (&buf_) std::vector<char>(); // the parent's, perhaps mid-change: left as it is
 }
 
 int session::open()

@@ -80,6 +80,12 @@ public:
 	int open();
 	bool is_open() const { return fd_ >= 0; }
 
+	// In a forked child: the socket is the parent's (a dump here would
+	// read the parent's answers), so the child's copy is closed and the
+	// session is closed; open() makes the child's own.  Nothing is freed:
+	// the fork may have caught a dump mid-call in a thread the child lacks.
+	void after_fork();
+
 	// Calls @fn for each socket that matches @f, in kernel order.
 	// 0 or -errno (-EPROTONOSUPPORT when inet_diag is missing).
 	int each(const filter &f, const std::function<void(const socket_info &)> &fn);

@@ -607,3 +607,48 @@ TEST(FloorGuard, BufferPushedBelowComesBackOnlyWithTheGuard)
 		EXPECT_EQ(now, 8192) << "without guard:MS nothing may touch the socket";
 	}
 }
+
+// A pre-fork server's worker: the sockets it makes after fork() get their
+// floor from the shim in the child, and only a guard thread of the
+// child's own can restore them (the parent's guard never sees the child's
+// fd table).  Fails when the child has no guard thread.
+TEST(FloorGuard, ForkedWorkerHasAGuardOfItsOwn)
+{
+	REQUIRE_SHIM();
+	const char *expected = std::getenv("SHIM_GUARD_EXPECTED");
+	ASSERT_NE(expected, nullptr) << "the ctest suite sets SHIM_GUARD_EXPECTED";
+	const bool guarded = std::strcmp(expected, "1") == 0;
+	{
+		fd_guard probe(tcp());
+		ASSERT_EQ(set_int(probe.fd, SO_SNDBUF, 65536), 0);
+		if (lock_bits(probe.fd) != 0)
+			GTEST_SKIP() << "kernel has no SO_BUF_LOCK: the send floor cannot be "
+					"restored unlocked";
+	}
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		alarm(10); // a child that hangs is killed, and fails the test
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0 || set_int(s, SO_SNDBUF, 65536) != 0) // floor 131072
+			_exit(2);
+		int small = 4096;
+		if (plain_setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) != 0)
+			_exit(3);
+		// Bounded: 2 s for the guard (5 ms passes), 300 ms for the control.
+		const int limit_ms = guarded ? 2000 : 300;
+		int now = plain_get_int(s, SOL_SOCKET, SO_SNDBUF);
+		for (int waited = 0; waited < limit_ms && now < 131072; waited++) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			now = plain_get_int(s, SOL_SOCKET, SO_SNDBUF);
+		}
+		const bool restored = now >= 131072 && lock_bits(s) == 0;
+		_exit(restored == guarded ? 0 : 1);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+	EXPECT_EQ(WEXITSTATUS(status), 0)
+	    << (guarded ? "the forked child's socket was not restored within 2 s"
+			: "without guard:MS nothing may touch the child's socket");
+}

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: MIT
+// The floor guard's promises where another thread or process acts in the
+// middle of its work: a number reused between a pass's read and its write,
+// a fork() while a pass is in flight, remove() after close, reuse and add
+// of one number, a child's remove() with the BPF slots, and what one
+// restore costs.  Each window is opened on purpose through the syscall
+// seam (sys.h), never by sleeping, and each test fails on the code before
+// the fix it guards.
+#include "buffer.h"
+#include "child.h"
+#include "guard.h"
+#include "guard_util.h"
+#include "sys.h"
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <string>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+const struct sockbuf_floor full_floor = {floor_size, floor_size};
+
+bool is_size_read(int level, int name)
+{
+	return level == SOL_SOCKET && (name == SO_MEMINFO || name == SO_SNDBUF || name == SO_RCVBUF);
+}
+
+// The reuse window: the first call the library makes on the victim's number
+// that is not a size read (the identity check, or whatever a restore does
+// first) finds the number already moved to another socket, as if the
+// program had closed it and a new socket had taken the number right then.
+std::atomic<int> g_victim{-1}, g_other{-1};
+std::atomic<bool> g_swapped{false};
+
+void swap_once(int fd, int level, int name)
+{
+	if (fd != g_victim.load() || is_size_read(level, name) || g_swapped.exchange(true))
+		return;
+	::dup2(g_other.load(), fd);
+}
+
+int swap_get(int fd, int level, int name, void *, socklen_t *)
+{
+	swap_once(fd, level, name);
+	return sockbuf::sys::pass;
+}
+
+int swap_set(int fd, int level, int name, const void *, socklen_t)
+{
+	swap_once(fd, level, name);
+	return sockbuf::sys::pass;
+}
+
+const sockbuf::sys::hooks swap_hooks = {swap_get, swap_set, nullptr};
+
+struct reuse_window {
+	reuse_window(int victim, int other)
+	{
+		g_victim = victim;
+		g_other = other;
+		g_swapped = false;
+		sockbuf::sys::set_hooks(&swap_hooks);
+	}
+	~reuse_window()
+	{
+		sockbuf::sys::set_hooks(nullptr);
+		g_victim = -1;
+	}
+	reuse_window(const reuse_window &) = delete;
+	reuse_window &operator=(const reuse_window &) = delete;
+};
+
+class GuardRace : public ::testing::TestWithParam<int>
+{
+protected:
+	void SetUp() override
+	{
+		const int src = GetParam();
+		std::string why = src == SOCKBUF_GUARD_SRC_URING || src == SOCKBUF_GUARD_SRC_BPF
+				      ? source_missing(src)
+				      : "";
+		if (!why.empty())
+			GTEST_SKIP() << why;
+	}
+};
+
+// Every source verifies identity differently (io_uring reads the cookie in
+// its batch for the sockets in the sweep, BPF compares inodes in its walk,
+// a dump reads by inode): none of that may stand in for the check at the
+// write.  The victim is entry 0, so it is in the first pass's sweep.
+TEST_P(GuardRace, NumberReusedInTheMiddleOfAPassIsNeverWrittenThrough)
+{
+	const int src = GetParam();
+	forced_source force(src == SOCKBUF_GUARD_SRC_BPF ? auto_source : src);
+	guard_id g(src == SOCKBUF_GUARD_SRC_BPF ? SOCKBUF_GUARD_BPF : 0);
+	ASSERT_GE(g.id, 0);
+	fd victim(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(victim, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, victim, &full_floor), 0);
+	std::vector<std::unique_ptr<fd>> others;
+	const struct sockbuf_floor small_floor = {4608, 2304};
+	for (int i = 0; i < 32; i++) {
+		others.push_back(std::make_unique<fd>(tcp()));
+		ASSERT_EQ(sockbuf_guard_add(g.id, *others.back(), &small_floor), 0);
+	}
+	ASSERT_NO_FATAL_FAILURE(push_below(victim));
+
+	// The socket the program deliberately keeps small and locked.
+	fd other(tcp());
+	const int small = 4096;
+	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	const int snd_before = sndbuf(other), rcv_before = rcvbuf(other);
+	const int lock_before = has_buf_lock() ? buflock(other) : 0;
+
+	struct sockbuf_guard_report rep;
+	{
+		reuse_window w(victim, other);
+		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		ASSERT_TRUE(g_swapped) << "the window was never opened: no call on the number "
+					  "between the pass's read and a write";
+	}
+	EXPECT_EQ(rep.diag, src == auto_source ? rep.diag : src);
+	// The number now names `other`: not one byte of it changed.
+	EXPECT_EQ(sndbuf(victim), snd_before);
+	EXPECT_EQ(rcvbuf(victim), rcv_before);
+	if (has_buf_lock()) {
+		EXPECT_EQ(buflock(victim), lock_before) << "the other socket was unlocked";
+	}
+	EXPECT_EQ(rep.restored, 0);
+	EXPECT_EQ(rep.removed, 1);
+	EXPECT_EQ(rep.reused, 1);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.reused, 1u);
+	EXPECT_EQ(t.sockets, 32);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sources, GuardRace,
+			 ::testing::Values(SOCKBUF_GUARD_SRC_GETSOCKOPT, SOCKBUF_GUARD_SRC_DIAG,
+					   SOCKBUF_GUARD_SRC_URING, SOCKBUF_GUARD_SRC_BPF),
+			 [](const ::testing::TestParamInfo<int> &i) -> std::string {
+				 switch (i.param) {
+				 case SOCKBUF_GUARD_SRC_GETSOCKOPT:
+					 return "getsockopt";
+				 case SOCKBUF_GUARD_SRC_DIAG:
+					 return "inet_diag";
+				 case SOCKBUF_GUARD_SRC_URING:
+					 return "io_uring";
+				 default:
+					 return "bpf";
+				 }
+			 });
+
+// close(), a new socket on the same number, add() of it, remove() of the
+// number: the socket the number names now leaves, not the stale entry of
+// the closed one; the next pass must not touch the new socket.
+TEST(GuardRemove, AfterCloseReuseAndAddRemovesTheSocketTheNumberNames)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd first(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(first, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, first, &full_floor), 0);
+
+	fd second(tcp());
+	ASSERT_EQ(::dup2(second, first), first.v); // the first socket closes
+	::close(second.v);
+	second.v = -1;
+	const int small = 4096;
+	ASSERT_EQ(::setsockopt(first, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	const int snd_before = sndbuf(first);
+	ASSERT_LT(snd_before, floor_size);
+
+	ASSERT_EQ(sockbuf_guard_add(g.id, first, &full_floor), 0);
+	ASSERT_EQ(sockbuf_guard_remove(g.id, first), 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 0) << "the socket the caller stopped guarding was restored";
+	EXPECT_EQ(sndbuf(first), snd_before);
+	// The stale entry found the new socket below its floor: dropped unwritten.
+	EXPECT_EQ(rep.removed, 1);
+	EXPECT_EQ(rep.reused, 1);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 0);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, first), -ENOENT);
+}
+
+// The caller closed before removing: every entry under the number is
+// stale, and all of them leave at once.
+TEST(GuardRemove, ClosedNumberTakesItsEntriesWithIt)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	const int s = tcp();
+	ASSERT_GE(s, 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	::close(s);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, s), 0);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, s), -ENOENT);
+	struct sockbuf_guard_totals t;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.sockets, 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.removed, 0) << "a removed entry is not counted as one that closed";
+	EXPECT_EQ(rep.sockets, 0);
+}
+
+// The BPF slots are shared with the kernel: a child's remove() must not
+// reach the parent's array (it used to zero the parent's slot, and the
+// parent's next pass then dropped a live socket as gone).
+TEST(GuardBpfFork, ChildRemoveLeavesTheParentsSlot)
+{
+	const std::string why = source_missing(SOCKBUF_GUARD_SRC_BPF);
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id g(SOCKBUF_GUARD_BPF);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+
+	const pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		alarm(10);
+		_exit(sockbuf_guard_remove(g.id, s) == 0 ? 0 : 1);
+	}
+	ASSERT_NO_FATAL_FAILURE(expect_child_exited_0(pid, "1: remove failed in the child"));
+
+	ASSERT_NO_FATAL_FAILURE(push_below(s));
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
+	EXPECT_EQ(rep.removed, 0) << "the parent's live socket was dropped as gone";
+	EXPECT_GE(rep.restored, 1);
+	EXPECT_GE(sndbuf(s), floor_size);
+}
+
+// fork() while the guard's own thread is in the middle of a pass: the
+// child's guard calls must return (they used to wait for a lock the
+// thread held, which in the child nobody ever releases).  The pass is held
+// in its read of the socket by the seam until the child has finished.
+int g_entered = -1, g_release = -1;
+pid_t g_parent = 0;
+std::atomic<bool> g_held{false};
+
+int hold_get(int fd, int level, int name, void *, socklen_t *)
+{
+	(void)fd;
+	if (getpid() != g_parent || !is_size_read(level, name) || g_held.exchange(true))
+		return sockbuf::sys::pass;
+	uint64_t one = 1;
+	if (::write(g_entered, &one, sizeof(one)) != sizeof(one))
+		return sockbuf::sys::pass;
+	struct pollfd p = {g_release, POLLIN, 0};
+	::poll(&p, 1, 10000); // bounded: released by the test, or 10 s
+	return sockbuf::sys::pass;
+}
+
+const sockbuf::sys::hooks hold_hooks = {hold_get, nullptr, nullptr};
+
+TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
+{
+	forced_source force(SOCKBUF_GUARD_SRC_GETSOCKOPT); // reads through the seam
+	guard_id g(SOCKBUF_GUARD_RUN_IN_CHILD);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC));
+	ASSERT_GE(entered.v, 0);
+	ASSERT_GE(release.v, 0);
+	g_entered = entered;
+	g_release = release;
+	g_parent = getpid();
+	g_held = false;
+	sockbuf::sys::set_hooks(&hold_hooks);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
+	struct pollfd p = {entered, POLLIN, 0};
+	ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the guard thread never began a pass";
+
+	const pid_t pid = fork();
+	if (pid == 0) {
+		alarm(5); // a child held up dies of SIGALRM, and fails the test
+		struct sockbuf_guard_report rep;
+		struct sockbuf_guard_totals t;
+		if (sockbuf_guard_pass(g.id, &rep) != 0 || rep.sockets != 1)
+			_exit(1);
+		if (sockbuf_guard_stats(g.id, &t) != 0 || t.interval_us != 0)
+			_exit(2);
+		if (sockbuf_guard_remove(g.id, s) != 0 ||
+		    sockbuf_guard_add(g.id, s, &full_floor) != 0)
+			_exit(3);
+		if (sockbuf_guard_start(g.id, 1000) != 0 || sockbuf_guard_stop(g.id) != 0)
+			_exit(4);
+		_exit(sockbuf_guard_destroy(g.id) == 0 ? 0 : 5);
+	}
+	uint64_t one = 1;
+	EXPECT_EQ(::write(release, &one, sizeof(one)), ssize_t(sizeof(one)));
+	sockbuf::sys::set_hooks(nullptr);
+	ASSERT_GE(pid, 0);
+	expect_child_exited_0(pid, "1: pass, 2: stats (the parent's thread is not the "
+				   "child's), 3: remove/add, 4: start/stop, 5: destroy");
+	EXPECT_EQ(sockbuf_guard_stop(g.id), 0);
+}
+
+// What one restore costs, through the seam: the pass's read, the identity
+// check, and at most two more reads (the read-back, and the lock bits when
+// one direction is restored) besides the writes.  Through the public
+// sockbuf_restore_floor() it was nine reads.
+std::atomic<int> g_gets{0}, g_sets{0};
+
+int count_get(int, int, int, void *, socklen_t *)
+{
+	g_gets++;
+	return sockbuf::sys::pass;
+}
+
+int count_set(int, int, int, const void *, socklen_t)
+{
+	g_sets++;
+	return sockbuf::sys::pass;
+}
+
+const sockbuf::sys::hooks count_hooks = {count_get, count_set, nullptr};
+
+TEST(GuardRestore, OneRestoreReadsAtMostTwiceBesidesTheIdentity)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "kernel has no SO_BUF_LOCK: the send side is not restored";
+	forced_source force(SOCKBUF_GUARD_SRC_GETSOCKOPT);
+	for (const struct sockbuf_floor fl : {sockbuf_floor{floor_size, 0}, full_floor}) {
+		SCOPED_TRACE(fl.rcv ? "both directions" : "send only");
+		guard_id g(0);
+		ASSERT_GE(g.id, 0);
+		fd s(tcp());
+		ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+		ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+		struct sockbuf_guard_report rep;
+		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the ring and sweep settle
+		ASSERT_NO_FATAL_FAILURE(push_below(s));
+		const int small = 4096;
+		if (fl.rcv) {
+			ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+		}
+		g_gets = 0;
+		g_sets = 0;
+		sockbuf::sys::set_hooks(&count_hooks);
+		const int ret = sockbuf_guard_pass(g.id, &rep);
+		sockbuf::sys::set_hooks(nullptr);
+		ASSERT_EQ(ret, 0);
+		EXPECT_EQ(rep.restored, fl.rcv ? 2 : 1);
+		EXPECT_GE(sndbuf(s), floor_size);
+		EXPECT_EQ(buflock(s), 0);
+		// 1 pass read + 1 identity + at most 2.
+		EXPECT_LE(g_gets.load(), 4);
+		// A size per direction restored, and the lock bits.
+		EXPECT_EQ(g_sets.load(), (fl.rcv ? 2 : 1) + 1);
+	}
+}
+
+} // namespace

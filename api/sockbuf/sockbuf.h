@@ -504,15 +504,20 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * The floor guard: nothing keeps a floor in the kernel, so something must
  * look.  A guard holds sockets with their floors and, on each pass, raises
  * every buffer found below its floor back to it, unlocked where the kernel
- * allows (sockbuf_restore_floor()).  What it promises is "restored within
+ * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is "restored within
  * one interval plus one pass", not "never below": for that, lock the
  * buffer or reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours
  * it.
  *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed
- * memory.  All calls are thread-safe; a pass and add/remove exclude each
- * other.
+ * memory.  All calls are thread-safe.  add() and remove() wait for at most
+ * one restore in progress (a few system calls), never for a whole pass;
+ * once remove() has returned, no pass writes through the socket removed.
+ * A child forked while a guard call or a pass runs in another thread is
+ * not held up by it: the child gets a copy of each guard (same sockets,
+ * no thread, not the parent's timer, BPF array or rings) and its calls
+ * never touch the parent's guard.
  * ---------------------------------------------------------------------- */
 
 /* sockbuf_guard_new() flags */
@@ -681,10 +686,15 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * sockbuf_guard_remove() (call it before close() to have the socket leave
  * at once).  A closed fd leaves at the next pass (its read fails).  If
  * the number has meanwhile been reused for another socket, the guard never
- * restores through it: the entry leaves at the first pass that finds the
- * new socket below the old floor (the identity is checked before any
- * restore), otherwise within 32 passes of the reuse (the identity sweep:
- * see sockbuf_guard_pass()).  Sockets accepted from a guarded listener are
+ * restores through it: every restore checks, right before its first
+ * write, that the fd still names the socket added (SO_COOKIE, or the
+ * inode), whatever source found it below; one that names another socket
+ * leaves unwritten (counted in reused).  An entry whose new socket is not
+ * below the old floor leaves within 32 passes of the reuse (the identity
+ * sweep: see sockbuf_guard_pass()).  The window left is between that
+ * check and the write after it, a few microseconds: the program's own
+ * close() and a new socket landing on the number inside it cannot be
+ * excluded by a library that does not own close().  Sockets accepted from a guarded listener are
  * not guarded: add each one.
  *
  * With SOCKBUF_GUARD_RESERVE_MEM memory for the socket's floor (2 x
@@ -706,7 +716,13 @@ SOCKBUF_API int sockbuf_guard_add(int guard, int fd, const struct sockbuf_floor 
 /**
  * sockbuf_guard_remove() - stop guarding the socket of @fd.
  *
- * Return: 0, or -EBADF (bad guard), -ENOENT (@fd is not in the guard).
+ * The socket is the one @fd names now (its inode): an entry left by a
+ * closed socket whose number was reused is never the one removed.  An
+ * @fd that names no socket any more takes every entry under its number
+ * with it.  O(1); waits for one restore in progress at most.
+ *
+ * Return: 0, or -EBADF (bad guard), -ENOENT (the socket of @fd is not in
+ * the guard).
  */
 SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
 
@@ -727,10 +743,10 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * A socket the chosen source could not read (closed, reused fd, other
  * namespace) is read with getsockopt.  Whether the fd still names the
  * socket added (SO_COOKIE, or its inode without a cookie) is checked
- * right before restoring a socket found below its floor (one that fails
- * leaves unrestored), and by a rolling sweep: ceil(n/16) of the n sockets
- * per pass, in rounds of at most 16 passes that each check every socket
- * registered when the round began.  A dump
+ * right before the first write of every restore, whatever source read the
+ * socket (one that fails leaves unrestored), and by a rolling sweep:
+ * ceil(n/16) of the n sockets per pass (an entry moved by the removal of
+ * others may wait one more round).  A dump
  * costs mostly the kernel's walk of its whole socket table, whatever the
  * number guarded.  The guard times io_uring on its first pass, getsockopt
  * on the next, a dump only once one of those took over 1 ms of CPU; it
@@ -750,8 +766,11 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * pass checks the identity of every socket, and a closed or reused fd
  * leaves at that pass.  It cannot be loaded, or fails: passes use the
  * other sources for good, and sockbuf_guard_totals.bpf_err says why.
- * @out->diag says which source a pass used.  A restore costs what
- * sockbuf_restore_floor() costs.  If the guard has a timer
+ * @out->diag says which source a pass used.  A restore starts from the
+ * sizes the pass read: the identity check, then per direction restored
+ * one SO_SNDBUF/SO_RCVBUF and its read-back, then SO_BUF_LOCK (read
+ * first when one direction is restored): at most two reads besides the
+ * identity check.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.
  *
  * Return: 0, or -EBADF (bad guard), -ECHILD (a forked child, without

@@ -3,8 +3,8 @@
 
 #include "buffer.h"
 #include "exec.h"
-#include "op.h"
 #include "floor_registry.h"
+#include "op.h"
 #include "probe.h"
 #include "sys.h"
 #include "validate.h"
@@ -14,10 +14,10 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
-#include <new>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <new>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -507,8 +507,7 @@ void floor_guard::bpf_claim(size_t n)
 // Entry @e leaves: its slot is emptied, unless another entry holds it.
 void floor_guard::bpf_release(const entry &e)
 {
-	if (!bpf_.is_open_here(getpid()) || e.fd >= bpf_.room() ||
-	    bpf_seq_[size_t(e.fd)] != e.seq)
+	if (!bpf_.is_open_here(getpid()) || e.fd >= bpf_.room() || bpf_seq_[size_t(e.fd)] != e.seq)
 		return;
 	bpf_seq_[size_t(e.fd)] = 0;
 	bpf_.at(e.fd) = {};

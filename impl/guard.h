@@ -129,7 +129,7 @@ private:
 	const unsigned int flags_;
 	const pid_t owner_;
 
-	std::mutex pass_mu_; // one pass at a time, and everything a pass owns:
+	std::mutex pass_mu_;		   // one pass at a time, and everything a pass owns:
 	std::vector<sizes> now_;	   // per entry, filled by a pass
 	std::vector<char> verdict_;	   // per entry (enum verdict)
 	std::vector<ring_vals> ring_vals_; // per entry, io_uring passes

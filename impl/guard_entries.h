@@ -43,8 +43,7 @@ struct entry {
 		cookie = o.cookie;
 		seq = o.seq;
 		floor = o.floor;
-		removed.store(o.removed.load(std::memory_order_relaxed),
-			      std::memory_order_relaxed);
+		removed.store(o.removed.load(std::memory_order_relaxed), std::memory_order_relaxed);
 		return *this;
 	}
 };

@@ -504,10 +504,9 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * The floor guard: nothing keeps a floor in the kernel, so something must
  * look.  A guard holds sockets with their floors and, on each pass, raises
  * every buffer found below its floor back to it, unlocked where the kernel
- * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is "restored within
- * one interval plus one pass", not "never below": for that, lock the
- * buffer or reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours
- * it.
+ * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
+ * "restored within one interval plus one pass", not "never below": for that, lock the buffer or
+ * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.
  *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed

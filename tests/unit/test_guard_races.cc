@@ -36,7 +36,8 @@ const struct sockbuf_floor full_floor = {floor_size, floor_size};
 
 bool is_size_read(int level, int name)
 {
-	return level == SOL_SOCKET && (name == SO_MEMINFO || name == SO_SNDBUF || name == SO_RCVBUF);
+	return level == SOL_SOCKET &&
+	       (name == SO_MEMINFO || name == SO_SNDBUF || name == SO_RCVBUF);
 }
 
 // The reuse window: the first call the library makes on the victim's number

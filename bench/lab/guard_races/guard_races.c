@@ -115,7 +115,11 @@ static int case_reuse(unsigned int flags, const char *label, int n, int runs)
 		int guard = sockbuf_guard_new(flags);
 		int *fds = open_guarded(guard, n);
 		struct sockbuf_guard_report rep;
-		sockbuf_guard_pass(guard, &rep); /* rings and iterators loaded */
+		/* The BPF iterator loaded before the pass that counts; without
+		 * it, that pass is the guard's first, which reads by io_uring
+		 * where the kernel has socket commands (6.7). */
+		if (flags & SOCKBUF_GUARD_BPF)
+			sockbuf_guard_pass(guard, &rep);
 		for (int i = 0; i < n; i++)
 			set_small(fds[i]);
 		int other = socket(AF_INET, SOCK_STREAM, 0);
@@ -133,8 +137,8 @@ static int case_reuse(unsigned int flags, const char *label, int n, int runs)
 		printf("reuse  %-10s run %d: pass %.1f ms via %s, dup2 at %ld ms, restored %d, "
 		       "reused %d; other socket %d/%s -> %d/%s: %s\n",
 		       label, run, (double)rep.duration_ns / 1e6, source_name(rep.diag),
-		       w.delay_us / 1000, rep.restored, rep.reused, snd, lock ? "locked" : "unlocked",
-		       snd_after, lock_after ? "locked" : "unlocked",
+		       w.delay_us / 1000, rep.restored, rep.reused, snd,
+		       lock ? "locked" : "unlocked", snd_after, lock_after ? "locked" : "unlocked",
 		       ok ? "untouched" : "WRITTEN THROUGH");
 		close(other);
 		close_all(fds, n);
@@ -247,13 +251,14 @@ int main(int argc, char **argv)
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
 		getrlimit(RLIMIT_NOFILE, &rl);
 		if (rl.rlim_cur < (rlim_t)n + 64) {
-			fprintf(stderr, "guard_races: %d sockets need RLIMIT_NOFILE %d\n", n, n + 64);
+			fprintf(stderr, "guard_races: %d sockets need RLIMIT_NOFILE %d\n", n,
+				n + 64);
 			return 2;
 		}
 	}
 	srandom((unsigned int)getpid());
 	int bad = 0;
-	bad += case_reuse(SOCKBUF_GUARD_NO_DIAG, "auto", n, runs);
+	bad += case_reuse(SOCKBUF_GUARD_NO_DIAG, "first", n, runs);
 	bad += case_reuse(SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_NO_DIAG, "bpf-asked", n, runs);
 	bad += case_fork(n, 20);
 	bad += case_remove();

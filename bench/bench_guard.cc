@@ -203,6 +203,33 @@ void BM_guard_pass(benchmark::State &state, int source, bool rcv_only)
 	sockbuf_guard_destroy(g);
 }
 
+// sockbuf_guard_remove() and sockbuf_guard_add() of one socket among n
+// registered (no pass running): what a transport pays per connection
+// that comes and goes.
+void BM_guard_remove_add(benchmark::State &state)
+{
+	int n = int(state.range(0));
+	if (!room_for(n)) {
+		state.SkipWithError("RLIMIT_NOFILE too small for this many connections");
+		return;
+	}
+	connections c(n);
+	int g = c.ok ? guard_over(c, 0) : -1;
+	if (g < 0) {
+		state.SkipWithError("could not set up the connections or the guard");
+		return;
+	}
+	const int fd = c.clients.back();
+	const struct sockbuf_floor fl = {4608, 2304};
+	for (auto _ : state) {
+		if (sockbuf_guard_remove(g, fd) != 0 || sockbuf_guard_add(g, fd, &fl) != 0) {
+			state.SkipWithError("remove or add failed");
+			break;
+		}
+	}
+	sockbuf_guard_destroy(g);
+}
+
 // One inet_diag dump of full sockets, both families (family 0) or IPv4
 // only (what the guard asks for when it guards only IPv4 sockets).
 void BM_diag_dump(benchmark::State &state, int family)
@@ -358,6 +385,7 @@ BENCHMARK_CAPTURE(BM_guard_pass, io_uring_rcv_only, SOCKBUF_GUARD_SRC_URING, tru
 BENCHMARK_CAPTURE(BM_diag_dump, both_families, 0)->Apply(socket_counts);
 BENCHMARK_CAPTURE(BM_diag_dump, ipv4_only, AF_INET)->Apply(socket_counts);
 BENCHMARK(BM_getsockopt_loop)->Apply(socket_counts);
+BENCHMARK(BM_guard_remove_add)->Apply(socket_counts);
 BENCHMARK(BM_guard_thread_idle_cpu)->Arg(0)->Arg(1)->Iterations(30)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_guard_thread_during_transfer)
     ->Arg(0)

@@ -9,11 +9,13 @@
 #include "sys.h"
 #include "validate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -232,11 +234,17 @@ int floor_guard::remove(int fd)
 		return -ENOENT;
 	const int64_t inode = diag::socket_inode(fd);
 	std::lock_guard<std::mutex> lock(mu_);
-	auto drop = [this](entry &e) {
+	// No pass running: the entries go now, so a program that adds and
+	// removes between passes keeps the set its own size.  Otherwise they
+	// are marked, and that pass's compact() takes them (a try: the pass
+	// lock is taken before mu_ everywhere else).
+	std::unique_lock<std::mutex> no_pass(pass_mu_, std::try_to_lock);
+	auto drop = [this](size_t i) {
+		entry &e = entries_.at(i);
 		e.removed.store(true, std::memory_order_relaxed);
 		registry::withdraw(e.inode, registry::by_guard);
 		auto it = by_inode_.find(e.inode);
-		if (it != by_inode_.end() && &entries_.at(it->second) == &e)
+		if (it != by_inode_.end() && it->second == i)
 			by_inode_.erase(it);
 		stats_.sockets--;
 	};
@@ -244,17 +252,29 @@ int floor_guard::remove(int fd)
 		auto it = by_inode_.find(uint32_t(inode));
 		if (it == by_inode_.end())
 			return -ENOENT;
-		drop(entries_.at(it->second));
+		const size_t i = it->second;
+		drop(i);
+		if (no_pass.owns_lock())
+			erase(i);
 		return 0;
 	}
-	int found = 0;
+	// Every entry under a number that names no socket is stale.  Highest
+	// index first, so that erasing one does not move another still to go.
+	size_t stale[8];
+	size_t found = 0;
 	auto range = by_fd_.equal_range(fd);
 	for (auto f = range.first; f != range.second; ++f) {
-		entry &e = entries_.at(f->second);
-		if (e.removed.load(std::memory_order_relaxed))
+		if (entries_.at(f->second).removed.load(std::memory_order_relaxed))
 			continue;
-		drop(e);
+		drop(f->second);
+		if (found < sizeof(stale) / sizeof(stale[0]))
+			stale[found] = f->second;
 		found++;
+	}
+	if (no_pass.owns_lock() && found <= sizeof(stale) / sizeof(stale[0])) {
+		std::sort(stale, stale + found, std::greater<size_t>());
+		for (size_t k = 0; k < found; k++)
+			erase(stale[k]);
 	}
 	return found ? 0 : -ENOENT;
 }
@@ -630,16 +650,23 @@ void floor_guard::compact(size_t n, struct sockbuf_guard_report *p)
 			if (v == reused)
 				p->reused++;
 		}
-		bpf_release(e);
-		index_drop(i);
-		const size_t last = entries_.size() - 1;
-		if (i != last) {
-			index_drop(last);
-			e = entries_.at(last);
-			index_add(i); // cannot throw: the entries it replaces are gone
-		}
-		entries_.pop_back();
+		erase(i);
 	}
+}
+
+// Entry i goes for good; the last entry takes its place.  Caller holds
+// mu_ and pass_mu_ (no pass reads the entries).
+void floor_guard::erase(size_t i)
+{
+	bpf_release(entries_.at(i));
+	index_drop(i);
+	const size_t last = entries_.size() - 1;
+	if (i != last) {
+		index_drop(last);
+		entries_.at(i) = entries_.at(last);
+		index_add(i); // cannot throw: the entries it replaces are gone
+	}
+	entries_.pop_back();
 }
 
 int floor_guard::pass(struct sockbuf_guard_report *out)

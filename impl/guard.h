@@ -120,6 +120,7 @@ private:
 	bool check_one(size_t i, struct sockbuf_guard_report *p);
 	void restore_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p);
 	void compact(size_t n, struct sockbuf_guard_report *p);
+	void erase(size_t i);
 	void index_add(size_t i);
 	void index_drop(size_t i);
 	void run_thread(unsigned int interval_us);

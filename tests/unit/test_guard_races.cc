@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 using namespace sockbuf::test;
 
@@ -322,6 +323,51 @@ TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 	expect_child_exited_0(pid, "1: pass, 2: stats (the parent's thread is not the "
 				   "child's), 3: remove/add, 4: start/stop, 5: destroy");
 	EXPECT_EQ(sockbuf_guard_stop(g.id), 0);
+}
+
+// add() and remove() while a pass is in flight (held in its read of a
+// socket by the seam): both return without waiting for the pass.
+TEST(GuardRemove, AddAndRemoveDoNotWaitForAPassInFlight)
+{
+	forced_source force(SOCKBUF_GUARD_SRC_GETSOCKOPT); // reads through the seam
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp()), t(tcp());
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC)),
+	    done(eventfd(0, EFD_CLOEXEC));
+	ASSERT_GE(done.v, 0);
+	g_entered = entered;
+	g_release = release;
+	g_parent = getpid();
+	g_held = false;
+	sockbuf::sys::set_hooks(&hold_hooks);
+	std::thread passer([&] {
+		struct sockbuf_guard_report rep;
+		sockbuf_guard_pass(g.id, &rep);
+	});
+	struct pollfd p = {entered, POLLIN, 0};
+	EXPECT_EQ(::poll(&p, 1, 10000), 1) << "the pass never began";
+	int add = 1, rem = 1;
+	std::thread caller([&] {
+		add = sockbuf_guard_add(g.id, t, &full_floor);
+		rem = sockbuf_guard_remove(g.id, s);
+		uint64_t one = 1;
+		EXPECT_EQ(::write(done, &one, sizeof(one)), ssize_t(sizeof(one)));
+	});
+	struct pollfd d = {done, POLLIN, 0};
+	const int returned = ::poll(&d, 1, 2000);
+	uint64_t one = 1;
+	EXPECT_EQ(::write(release, &one, sizeof(one)), ssize_t(sizeof(one)));
+	caller.join();
+	passer.join();
+	sockbuf::sys::set_hooks(nullptr);
+	EXPECT_EQ(returned, 1) << "add()/remove() waited for the pass in flight";
+	EXPECT_EQ(add, 0);
+	EXPECT_EQ(rem, 0);
+	struct sockbuf_guard_totals tot;
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &tot), 0);
+	EXPECT_EQ(tot.sockets, 1);
 }
 
 // What one restore costs, through the seam: the pass's read, the identity

@@ -887,6 +887,8 @@ int floor_guard::timerfd(unsigned int interval_us)
 	}
 	interval_us_ = interval_us;
 	std::lock_guard<std::mutex> lock(mu_);
+	if (timer_fd_ >= 0)
+		::close(timer_fd_); // a forked child's copy of its parent's timer
 	timer_fd_ = fd;
 	timer_owner_ = getpid();
 	return fd;

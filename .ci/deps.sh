@@ -12,6 +12,8 @@ packages=(
 	clang clang-tidy clang-format libclang-rt-14-dev
 	# tests: namespaces, veth, tc, real programs, capabilities
 	iproute2 iptables iperf3 python3 python3-yaml procps kmod libcap-ng-utils
+	# sockbuf run --via seccomp: a Go server built at test time (static, cgo)
+	golang-go
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
 	# Debian packages: checked with lintian, installed into a debootstrap root

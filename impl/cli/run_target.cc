@@ -166,7 +166,7 @@ std::string find_library(const std::string &name, const elf_facts &from, const s
 	for (const auto &rp : from.runpath)
 		for (auto d : split(rp, ':')) {
 			if (d.rfind("$ORIGIN", 0) == 0)
-				d = origin + d.substr(7);
+				d.replace(0, 7, origin);
 			dirs.push_back(d);
 		}
 	if (const char *llp = std::getenv("LD_LIBRARY_PATH"))

@@ -240,8 +240,12 @@ int cmd_run(int argc, char **argv)
 	seccomp_ok = run::supervisor_available(&seccomp_why) == 0;
 	const std::string unsupported = run::supervisor_unsupported(parsed);
 #endif
+	// Secure execution: ld.so drops LD_PRELOAD.  Root installs the filter
+	// without no_new_privs, so the program keeps its privileges under the
+	// supervisor; anyone else would take them away: not by default.
 	if (how == via::automatic)
-		how = preload_blind && seccomp_ok ? via::seccomp : via::preload;
+		how = (preload_blind || (t.secure && geteuid() == 0)) && seccomp_ok ? via::seccomp
+										    : via::preload;
 	if (how == via::seccomp) {
 		if (!seccomp_ok) {
 			fmt::print(stderr, "sockbuf run: --via seccomp: {}\n", seccomp_why);
@@ -262,7 +266,9 @@ int cmd_run(int argc, char **argv)
 				   what, t.secure_why);
 		if (!quiet)
 			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}\n", what,
-				   run::linkage_text(t.link));
+				   t.secure ? fmt::format("is {} (ld.so would ignore LD_PRELOAD)",
+							  t.secure_why)
+					    : run::linkage_text(t.link));
 		std::fflush(stderr);
 		return run::supervise(cmd, parsed);
 #endif
@@ -272,7 +278,11 @@ int cmd_run(int argc, char **argv)
 		fmt::print(stderr,
 			   "sockbuf run: {} is {}: ld.so ignores LD_PRELOAD in secure "
 			   "execution and the shim stays inactive; it runs unchanged{}\n",
-			   what, t.secure_why, geteuid() == 0 ? " (try --via seccomp)" : "");
+			   what, t.secure_why,
+			   geteuid() != 0 ? std::string(" (--via seccomp would run it without "
+							"those privileges)")
+			   : seccomp_ok	  ? std::string(" (--via seccomp reaches it)")
+					: fmt::format(" (no seccomp supervisor: {})", seccomp_why));
 	} else if (preload_blind) {
 		fmt::print(stderr,
 			   "sockbuf run: {} {}: the shim cannot reach its setsockopt() and {}; "

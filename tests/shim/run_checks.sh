@@ -107,6 +107,17 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		"$("$sockbuf" run -q --via seccomp -- sh -c 'exit 7'; echo " rc=$?")"
 	expect "seccomp: 128 + signal" "rc=143" \
 		"$("$sockbuf" run -q --via seccomp -- sh -c 'kill -TERM $$'; echo " rc=$?")"
+	if [ "$(id -u)" = 0 ]; then
+		suid=$(mktemp -d)/suid_child
+		cp "$child" "$suid" && chown nobody "$suid" && chmod 4755 "$suid"
+		expect "set-user-ID as root: the supervisor" "via seccomp supervisor: $suid is set-user-ID" \
+			"$("$sockbuf" run -- "$suid" 2>&1 >/dev/null)"
+		expect "set-user-ID as root: converted" "secure=1 shim=0 lock=0" \
+			"$("$sockbuf" run -- "$suid" 2>/dev/null)"
+		expect "set-user-ID, --via preload: said" "is set-user-ID: ld.so ignores LD_PRELOAD" \
+			"$("$sockbuf" run --via preload -- "$suid" 2>&1)"
+		rm -rf "$(dirname "$suid")"
+	fi
 else
 	echo "skip: the seccomp supervisor is unavailable here: $("$sockbuf" run --via seccomp -- true 2>&1)"
 fi

@@ -320,7 +320,12 @@ private:
 			return continue_call; // the kernel's -EINVAL
 		int asked = 0;
 		struct iovec local = {&asked, sizeof(asked)};
-		struct iovec remote = {reinterpret_cast<void *>(uintptr_t(optval)), sizeof(asked)};
+		// An address in the program, not in this process: copied, never
+		// dereferenced here.
+		void *addr = nullptr;
+		static_assert(sizeof(addr) <= sizeof(optval));
+		std::memcpy(&addr, &optval, sizeof(addr));
+		struct iovec remote = {addr, sizeof(asked)};
 		if (process_vm_readv(pid_t(req.pid), &local, 1, &remote, 1, 0) !=
 		    ssize_t(sizeof(int)))
 			return continue_call; // the kernel's -EFAULT, or no access
@@ -563,11 +568,9 @@ int supervise(char **argv, const shim::config &cfg)
 			continue;
 		}
 		siginfo_t w = {};
-		while (waitid(P_PID, id_t(child), &w, WEXITED | WNOHANG) == 0 &&
-		       w.si_pid == child) {
+		if (waitid(P_PID, id_t(child), &w, WEXITED | WNOHANG) == 0 && w.si_pid == child) {
 			status = exit_status(w);
 			child_done = true;
-			break;
 		}
 	}
 	close(sfd);
@@ -581,6 +584,15 @@ int supervise(char **argv, const shim::config &cfg)
 	if (poll(&p, 1, 0) >= 0 && !(p.revents & POLLHUP)) {
 		pid_t bg = fork();
 		if (bg == 0) {
+			// Whoever waits for the program's output to end must
+			// not wait for this copy too; standard error stays for
+			// its messages and log:stderr.
+			int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (null >= 0) {
+				dup2(null, STDIN_FILENO);
+				dup2(null, STDOUT_FILENO);
+				close(null);
+			}
 			serve_rest(sup, listener);
 			_exit(0);
 		}

@@ -103,6 +103,11 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$errors_py")"
 	expect "seccomp: a thread's call (not the leader's)" "thread lock 0 rcvbuf 131072" \
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$thread_py")"
+	# The program exits first (its child waits until it has been reaped);
+	# the supervisor's background copy answers the child.
+	daemon="( while kill -0 \$\$ 2>/dev/null; do :; done; exec \"$child\" ) & exit 0"
+	expect "seccomp: a daemon's child served after the program exits" "shim=0 lock=0 rcvbuf=131072" \
+		"$("$sockbuf" run -q --via seccomp -- sh -c "$daemon")"
 	expect "seccomp: exit status" "rc=7" \
 		"$("$sockbuf" run -q --via seccomp -- sh -c 'exit 7'; echo " rc=$?")"
 	expect "seccomp: 128 + signal" "rc=143" \

@@ -12,6 +12,10 @@ packages=(
 	clang clang-tidy clang-format libclang-rt-14-dev
 	# tests: namespaces, veth, tc, real programs, capabilities
 	iproute2 iptables iperf3 python3 python3-yaml procps kmod libcap-ng-utils
+	# sockbuf run --via seccomp: a Go server built at test time (static, cgo)
+	golang-go
+	# pre-fork workers and the shim's floors (tests/shim/nginx_workers.py)
+	nginx-light
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
 	# Debian packages: checked with lintian, installed into a debootstrap root
@@ -34,5 +38,13 @@ if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
+	# Install servers (nginx) without starting their system services: the
+	# tests run their own instances in network namespaces.
+	rcd=/usr/sbin/policy-rc.d
+	if [[ ! -e $rcd ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$rcd"
+		chmod +x "$rcd"
+		trap 'rm -f "$rcd"' EXIT
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

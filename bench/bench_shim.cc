@@ -6,6 +6,10 @@
 // runs with the SOCKBUF_SHIM value each benchmark sets before the dlopen.
 //
 //   bench_shim --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
+//
+// Under `sockbuf run --via seccomp -- bench_shim --benchmark_filter=plain`
+// the plain rows are the supervised calls (SO_RCVBUF: a round trip to the
+// supervisor; SO_KEEPALIVE: the filter alone).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -37,7 +41,7 @@ setsockopt_fn load_shim(const char *config)
 setsockopt_fn g_shim = nullptr;
 const char *g_config = "policy:initial";
 
-void run(benchmark::State &state, setsockopt_fn fn)
+void run(benchmark::State &state, setsockopt_fn fn, int name = SO_RCVBUF)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0) {
@@ -46,7 +50,7 @@ void run(benchmark::State &state, setsockopt_fn fn)
 	}
 	int value = 65536;
 	for (auto _ : state) {
-		int ret = fn(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value));
+		int ret = fn(fd, SOL_SOCKET, name, &value, sizeof(value));
 		benchmark::DoNotOptimize(ret);
 	}
 	close(fd);
@@ -63,7 +67,15 @@ void BM_setsockopt_shim(benchmark::State &state)
 	run(state, g_shim);
 }
 
+// An option neither the shim nor the seccomp filter of `sockbuf run --via
+// seccomp` acts on: under the filter, the cost of the filter alone.
+void BM_setsockopt_keepalive_plain(benchmark::State &state)
+{
+	run(state, &setsockopt, SO_KEEPALIVE);
+}
+
 BENCHMARK(BM_setsockopt_plain)->UseRealTime();
+BENCHMARK(BM_setsockopt_keepalive_plain)->UseRealTime();
 BENCHMARK(BM_setsockopt_shim)->UseRealTime();
 
 } // namespace

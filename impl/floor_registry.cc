@@ -482,7 +482,14 @@ int read_pid(int pid, table *out, std::string *why)
 	if (start == 0 || stat(proc_dir.c_str(), &proc) != 0)
 		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
 	std::string path = file_path(default_dir, pid, start);
-	int ret = read_file(path, pid, start, proc.st_uid, out, why);
+	// The process's user, or root: a worker forked by a root master
+	// publishes its inherited floors at fork() (the shim's fork seed),
+	// before it changes user; only root can have made a root-owned file.
+	struct stat owner;
+	uid_t uid = proc.st_uid;
+	if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
+		uid = 0;
+	int ret = read_file(path, pid, start, uid, out, why);
 	if (ret < 0)
 		return ret;
 	struct stat st;

@@ -103,7 +103,8 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 	      std::string *why);
 
 // The live table of process @pid: the file named for its pid and start
-// time, owned by its user, and still mapped by it (an exec()ed process
+// time, owned by its user (or by root: made before a forked worker changed
+// user), and still mapped by it (an exec()ed process
 // drops the mapping: its table is stale).
 int read_pid(int pid, table *out, std::string *why);
 

@@ -316,6 +316,21 @@ void engine_install(const engine_state &s)
 	g_active.store(s.active, std::memory_order_release);
 }
 
+void republish_floors()
+{
+	if (!g_active.load(std::memory_order_acquire))
+		return;
+	const int high = fd_high_water();
+	for (int fd = 0; fd < high; fd++) {
+		fd_state *e = fd_slot(fd);
+		if (!e || (e->floor[dir_snd].load(std::memory_order_relaxed) <= 0 &&
+			   e->floor[dir_rcv].load(std::memory_order_relaxed) <= 0))
+			continue;
+		if (fd_owned(e, fd_cookie(fd)))
+			publish_floors(fd, e);
+	}
+}
+
 int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	dir d;

@@ -29,6 +29,10 @@ const engine_state &state();
 // Installs @s (at load time, before any handler can see it active).
 void engine_install(const engine_state &s);
 
+// Publishes again the floors of every socket the per-fd table describes
+// (the fork child's seed, fork_seed.h).  System calls and atomics only.
+void republish_floors();
+
 int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int on_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 int on_listen(int fd, int backlog);

@@ -2,6 +2,7 @@
 // The exported symbols of libsockbuf-shim.so and its load-time setup.
 // Everything else in the library is hidden (exports.map).
 #include "engine.h"
+#include "fork_seed.h"
 #include "guard.h"
 #include "init.h"
 #include "log.h"
@@ -116,6 +117,9 @@ void load()
 		}
 	}
 	engine_install(st);
+	if (st.active && !install_fork_seed())
+		say("sockbuf-shim: cannot register the fork handler; forked children will not "
+		    "publish inherited floors\n");
 	if (st.active && st.cfg.guard_ms > 0 && !start_floor_guard(st.cfg.guard_ms))
 		say("sockbuf-shim: cannot start the floor guard thread; going on without it\n");
 	errno = saved_errno;

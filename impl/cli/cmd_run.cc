@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: MIT
-// sockbuf run [--policy NAME] [--config STRING] [--log DEST] [--shim PATH] -- CMD ARGS...
+// sockbuf run [--policy NAME] [--config STRING] [--via WAY] ... -- CMD ARGS...
 //
-// Runs CMD with libsockbuf-shim.so preloaded and SOCKBUF_SHIM set, so an
-// unchanged program gets sockbuf's behaviour (shim/README.md).
+// Runs CMD with libsockbuf-shim.so preloaded and SOCKBUF_SHIM set, or,
+// where the shim cannot reach the program's setsockopt() (static, Go),
+// under the seccomp supervisor (supervise.h), so an unchanged program gets
+// sockbuf's behaviour (shim/README.md).
 #include "commands.h"
+
+#include "run_target.h"
+#ifdef SOCKBUF_RUN_SUPERVISOR
+#include "supervise.h"
+#endif
 
 #if __has_include("config.h") // shim/: the same parser the shim uses
 #include "config.h"
@@ -33,20 +40,32 @@ int run_usage(std::FILE *to, int status)
 	fmt::print(to,
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
 		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--reserve]\n"
-		   "                   [--shim PATH] -- CMD [ARGS...]\n"
+		   "                   [--via auto|seccomp|preload] [-q] [--shim PATH]\n"
+		   "                   [--] CMD [ARGS...]\n"
 		   "\n"
-		   "Runs CMD with the sockbuf shim preloaded.  --policy sets the policy for\n"
-		   "the program's SO_SNDBUF/SO_RCVBUF requests (default initial: the size\n"
-		   "becomes an unlocked starting size).  --config adds further items in the\n"
-		   "shim's grammar, e.g. 'default_rcv:256K,port=2049:lock'.  The shim is found\n"
-		   "with --shim, $SOCKBUF_SHIM_PATH, next to this program (../lib) or in the\n"
-		   "install libdir.  Programs CMD executes inherit the shim unless the\n"
-		   "configuration says exec:drop.  --floor-guard MS runs a thread in CMD that\n"
-		   "restores, every MS milliseconds, each buffer the shim sized that fell below\n"
-		   "its floor (configuration item guard:MS; off by default).  --reserve also\n"
+		   "Runs CMD so that its SO_SNDBUF/SO_RCVBUF requests get sockbuf's policy\n"
+		   "(default initial: the size becomes an unlocked starting size).  --config\n"
+		   "adds further items in the shim's grammar, e.g. 'port=2049:lock'.\n"
+		   "\n"
+		   "--via preload   the LD_PRELOAD shim, found with --shim, $SOCKBUF_SHIM_PATH,\n"
+		   "                next to this program (../lib) or in the install libdir\n"
+		   "--via seccomp   no preload: CMD runs under a seccomp filter that passes\n"
+		   "                only those setsockopt calls to this process, which applies\n"
+		   "                the policy through pidfd_getfd() (Linux 5.6); for static\n"
+		   "                programs and programs making their own system calls (Go)\n"
+		   "--via auto      (default) seccomp when CMD is static or does not link\n"
+		   "                libc's setsockopt and the kernel allows it, else preload\n"
+		   "The way chosen is said in one line on standard error (-q: only when\n"
+		   "the preload path cannot work).\n"
+		   "\n"
+		   "--floor-guard MS (preload) a thread in CMD restores, every MS ms, each\n"
+		   "buffer the shim sized that fell below its floor.  --reserve (preload)\n"
 		   "reserves each connecting and accepted socket's floor with SO_RESERVE_MEM\n"
-		   "where the process's memory cgroup allows it (item reserve:on; see\n"
-		   "'sockbuf probe').\n");
+		   "where the memory cgroup allows it ('sockbuf probe').\n"
+		   "\n"
+		   "Exit status: CMD's own (128+N when signal N ended it under the\n"
+		   "supervisor); 2 bad option or configuration; 125 the supervisor could\n"
+		   "not be set up; 126 CMD not executable; 127 CMD or the shim not found.\n");
 	return status;
 }
 
@@ -97,13 +116,48 @@ std::string find_shim(const char *given)
 	return {};
 }
 
+int exec_plain(char **cmd)
+{
+	execvp(cmd[0], cmd);
+	int err_no = errno;
+	fmt::print(stderr, "sockbuf run: {}: {}\n", cmd[0], std::strerror(err_no));
+	return err_no == ENOENT ? 127 : 126;
+}
+
+int bad_arg(const std::string &why)
+{
+	fmt::print(stderr, "sockbuf run: {}\n", why);
+	fmt::print(stderr,
+		   "usage: sockbuf run [OPTIONS] [--] CMD [ARGS...]  (sockbuf run --help)\n");
+	return 2;
+}
+
+// The way a run goes, said in one line on standard error.
+enum class via { automatic, preload, seccomp };
+
+int exec_preload(char **cmd, const std::string &config, const char *shim)
+{
+	std::string path = find_shim(shim);
+	if (path.empty())
+		return 127;
+	std::string preload = path;
+	if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
+		preload += fmt::format(":{}", old);
+	if (setenv("LD_PRELOAD", preload.c_str(), 1) != 0 ||
+	    setenv("SOCKBUF_SHIM", config.c_str(), 1) != 0) {
+		fmt::print(stderr, "sockbuf run: setenv: {}\n", std::strerror(errno));
+		return 127;
+	}
+	return exec_plain(cmd);
+}
+
 } // namespace
 
 int cmd_run(int argc, char **argv)
 {
 	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr,
-		   *guard = nullptr;
-	bool reserve = false;
+		   *guard = nullptr, *via_arg = nullptr;
+	bool reserve = false, quiet = false;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -117,23 +171,38 @@ int cmd_run(int argc, char **argv)
 			reserve = true;
 			continue;
 		}
+		if (!std::strcmp(a, "-q") || !std::strcmp(a, "--quiet")) {
+			quiet = true;
+			continue;
+		}
 		const char **slot = !std::strcmp(a, "--policy")	       ? &policy
 				    : !std::strcmp(a, "--config")      ? &extra
 				    : !std::strcmp(a, "--log")	       ? &log
 				    : !std::strcmp(a, "--shim")	       ? &shim
 				    : !std::strcmp(a, "--floor-guard") ? &guard
+				    : !std::strcmp(a, "--via")	       ? &via_arg
 								       : nullptr;
 		if (!slot) {
 			if (a[0] == '-')
-				return run_usage(stderr, 2);
+				return bad_arg(fmt::format("unknown option '{}'", a));
 			break; // the command itself, without "--"
 		}
 		if (i + 1 >= argc)
-			return run_usage(stderr, 2);
+			return bad_arg(fmt::format("option '{}' needs a value", a));
 		*slot = argv[++i];
 	}
 	if (i >= argc)
-		return run_usage(stderr, 2);
+		return bad_arg("no command to run");
+	via how = via::automatic;
+	if (via_arg) {
+		if (!std::strcmp(via_arg, "seccomp"))
+			how = via::seccomp;
+		else if (!std::strcmp(via_arg, "preload"))
+			how = via::preload;
+		else if (std::strcmp(via_arg, "auto") != 0)
+			return bad_arg(
+			    fmt::format("--via '{}': want auto, seccomp or preload", via_arg));
+	}
 
 	std::string config = fmt::format("policy:{}", policy ? policy : "initial");
 	if (extra && *extra)
@@ -154,22 +223,84 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 #endif
-	std::string path = find_shim(shim);
-	if (path.empty())
-		return 127;
-
-	std::string preload = path;
-	if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
-		preload += fmt::format(":{}", old);
-	if (setenv("LD_PRELOAD", preload.c_str(), 1) != 0 ||
-	    setenv("SOCKBUF_SHIM", config.c_str(), 1) != 0) {
-		fmt::print(stderr, "sockbuf run: setenv: {}\n", std::strerror(errno));
-		return 127;
+	char **cmd = argv + i;
+	const run::target_info t = run::inspect(run::resolve_command(cmd[0]));
+	if (t.path.empty())
+		return exec_plain(cmd); // execvp's own error, 127
+	const std::string what =
+	    t.script.empty() ? t.path : fmt::format("{} (script for {})", t.path, t.script);
+	// A dynamic program that imports no setsockopt but starts others
+	// (env, sh, timeout) is taken for a launcher: what it starts gets the
+	// shim through the environment.
+	const bool preload_blind = t.link == run::linkage::static_exe ||
+				   (t.link == run::linkage::dynamic_nolibc && !t.launcher);
+	std::string seccomp_why = "sockbuf was built without the shim's configuration parser";
+	bool seccomp_ok = false;
+#ifdef SOCKBUF_RUN_SUPERVISOR
+	seccomp_ok = run::supervisor_available(&seccomp_why) == 0;
+	const std::string unsupported = run::supervisor_unsupported(parsed);
+#endif
+	// Secure execution: ld.so drops LD_PRELOAD.  Root installs the filter
+	// without no_new_privs, so the program keeps its privileges under the
+	// supervisor; anyone else would take them away: not by default.
+	if (how == via::automatic)
+		how = (preload_blind || (t.secure && geteuid() == 0)) && seccomp_ok ? via::seccomp
+										    : via::preload;
+	if (how == via::seccomp) {
+		if (!seccomp_ok) {
+			fmt::print(stderr, "sockbuf run: --via seccomp: {}\n", seccomp_why);
+			return 125;
+		}
+#ifdef SOCKBUF_RUN_SUPERVISOR
+		if (!unsupported.empty()) {
+			fmt::print(stderr,
+				   "sockbuf run: --via seccomp: {} need the preload path "
+				   "(listen/connect/accept hooks or a thread in the program)\n",
+				   unsupported);
+			return 2;
+		}
+		if (t.secure && geteuid() != 0)
+			fmt::print(stderr,
+				   "sockbuf run: {} is {}: under the supervisor it runs with "
+				   "no_new_privs, without those privileges\n",
+				   what, t.secure_why);
+		if (!quiet)
+			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}\n", what,
+				   t.secure ? fmt::format("is {} (ld.so would ignore LD_PRELOAD)",
+							  t.secure_why)
+					    : run::linkage_text(t.link));
+		std::fflush(stderr);
+		return run::supervise(cmd, parsed);
+#endif
 	}
-	execvp(argv[i], argv + i);
-	int err_no = errno;
-	fmt::print(stderr, "sockbuf run: {}: {}\n", argv[i], std::strerror(err_no));
-	return err_no == ENOENT ? 127 : 126;
+	// The preload path, and when it cannot work, say so and what happens.
+	if (t.secure) {
+		fmt::print(stderr,
+			   "sockbuf run: {} is {}: ld.so ignores LD_PRELOAD in secure "
+			   "execution and the shim stays inactive; it runs unchanged{}\n",
+			   what, t.secure_why,
+			   geteuid() != 0 ? std::string(" (--via seccomp would run it without "
+							"those privileges)")
+			   : seccomp_ok	  ? std::string(" (--via seccomp reaches it)")
+					: fmt::format(" (no seccomp supervisor: {})", seccomp_why));
+	} else if (preload_blind) {
+		fmt::print(stderr,
+			   "sockbuf run: {} {}: the shim cannot reach its setsockopt() and {}; "
+			   "it runs unchanged\n",
+			   what, run::linkage_text(t.link),
+			   via_arg ? "--via preload was asked for"
+				   : fmt::format("the seccomp supervisor is unavailable: {}",
+						 seccomp_why));
+	} else if (!quiet) {
+		fmt::print(stderr, "sockbuf run: via preload: {} {}{}\n", what,
+			   run::linkage_text(t.link),
+			   preload_blind || !t.launcher || t.link == run::linkage::dynamic_libc
+			       ? ""
+			       : " but starts other programs, which inherit the shim (for a "
+				 "static one: --via seccomp)");
+	}
+	std::fflush(stderr);
+	return exec_preload(cmd, config, shim);
 }
 
 } // namespace sockbuf::cli

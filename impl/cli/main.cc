@@ -22,9 +22,11 @@ const command commands[] = {
     {"demo", sockbuf::cli::cmd_demo,
      "demo [--bytes N] untouched vs set_initial vs lock on loopback TCP"},
     {"run", sockbuf::cli::cmd_run,
-     "run [--policy P] -- CMD ARGS...   run a program under the sockbuf shim"},
+     "run [--policy P] [--via W] -- CMD ARGS...   run a program with sockbuf's policy"},
     {"show", sockbuf::cli::cmd_show,
      "show PID|--all [--json]   a process's TCP socket buffers, lock bits, diagnosis"},
+    {"fix", sockbuf::cli::cmd_fix,
+     "fix PID [--floor SIZE] [--dry-run]   unlock a running process's locked buffers"},
 };
 
 int usage(std::FILE *to, int status)

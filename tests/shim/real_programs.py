@@ -81,7 +81,7 @@ class Namespaces:
             run("ip", "-n", ns, "tcp_metrics", "flush", check_rc=False)
 
     def cmd(self, ns, argv, shim, sockbuf):
-        prefix = [sockbuf, "run", "--policy", "initial", "--"] if shim else []
+        prefix = [sockbuf, "run", "-q", "--policy", "initial", "--"] if shim else []
         return ["ip", "netns", "exec", ns] + prefix + argv
 
 

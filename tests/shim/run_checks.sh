@@ -1,9 +1,12 @@
 #!/bin/sh
 # `sockbuf run`: finds the shim next to itself, sets LD_PRELOAD and
-# SOCKBUF_SHIM, keeps an existing LD_PRELOAD, refuses a bad configuration.
-# usage: run_checks.sh SOCKBUF SHIM_CHILD
+# SOCKBUF_SHIM, keeps an existing LD_PRELOAD, refuses a bad configuration
+# naming the argument, says which way a run goes and when the preload path
+# cannot work; the seccomp supervisor on the child's own socket (no root
+# needed: the filter comes with no_new_privs).
+# usage: run_checks.sh SOCKBUF SHIM_CHILD STATIC_PROGRAM
 set -u
-sockbuf=$1 child=$2
+sockbuf=$1 child=$2 static=$3
 failures=0
 expect() { # NAME WANT OUTPUT
 	case "$3" in
@@ -28,4 +31,99 @@ expect "bad policy exit 2" "rc=2" "$("$sockbuf" run --policy bogus -- "$child" 2
 expect "missing command" "rc=127" "$("$sockbuf" run -- /nonexistent/cmd 2>/dev/null; echo " rc=$?")"
 expect "shim not found" "cannot find libsockbuf-shim.so" \
 	"$(SOCKBUF_SHIM_PATH=/nonexistent/libsockbuf-shim.so "$sockbuf" run -- "$child" 2>&1)"
+
+# Bad input names the argument; exit 2.
+expect "unknown option named" "unknown option '--polcy'" \
+	"$("$sockbuf" run --polcy lock -- "$child" 2>&1)"
+expect "unknown option exit 2" "rc=2" "$("$sockbuf" run --polcy lock -- "$child" 2>/dev/null; echo " rc=$?")"
+expect "missing value named" "option '--policy' needs a value" "$("$sockbuf" run --policy 2>&1)"
+expect "bad --via named" "--via 'ld': want auto, seccomp or preload" \
+	"$("$sockbuf" run --via ld -- "$child" 2>&1)"
+expect "no command" "no command to run" "$("$sockbuf" run --policy lock 2>&1)"
+
+# The way a run goes, in one line.
+expect "dynamic program: preload" "via preload: $child imports setsockopt" \
+	"$("$sockbuf" run -- "$child" 2>&1 >/dev/null)"
+expect "-q: no line" "" "$("$sockbuf" run -q -- "$child" 2>&1 >/dev/null)"
+expect "launcher: preload" "via preload: /usr/bin/env" "$("$sockbuf" run -- env true 2>&1)"
+expect "static program: seccomp" "via seccomp supervisor: $static statically linked" \
+	"$("$sockbuf" run -- "$static" 2>&1)"
+expect "static program, --via preload: said" \
+	"$static statically linked: the shim cannot reach its setsockopt() and --via preload was asked for; it runs unchanged" \
+	"$("$sockbuf" run --via preload -- "$static" 2>&1)"
+expect "no user notification: said, runs plain" "the seccomp supervisor is unavailable: seccomp user notification unavailable" \
+	"$(SOCKBUF_RUN_FAULT=notif "$sockbuf" run -- "$static" 2>&1)"
+expect "no pidfd_getfd: said" "pidfd_getfd() unavailable" \
+	"$(SOCKBUF_RUN_FAULT=pidfd_getfd "$sockbuf" run -- "$static" 2>&1)"
+expect "no pidfd_getfd, --via seccomp: exit 125" "rc=125" \
+	"$(SOCKBUF_RUN_FAULT=pidfd_getfd "$sockbuf" run --via seccomp -- "$child" 2>/dev/null; echo " rc=$?")"
+expect "no user notification: preload still works" "shim=1 lock=0 rcvbuf=131072" \
+	"$(SOCKBUF_RUN_FAULT=notif "$sockbuf" run -- "$child" 2>/dev/null)"
+expect "seccomp refuses preload-only items" "reserve:on need the preload path" \
+	"$("$sockbuf" run --via seccomp --reserve -- "$child" 2>&1; echo " rc=$?")"
+
+# setsockopt calls that fail: a closed fd, a bad pointer, a short optlen;
+# and a UDP socket, which keeps the kernel's lock.
+errors_py='
+import ctypes, socket
+libc = ctypes.CDLL(None, use_errno=True)
+v = ctypes.c_int(65536)
+out = []
+for what, fd, ptr, n in (("badfd", 999, ctypes.byref(v), 4),
+                         ("efault", socket.socket().detach(), ctypes.c_void_p(8), 4),
+                         ("short", socket.socket().detach(), ctypes.byref(v), 2)):
+    r = libc.setsockopt(fd, socket.SOL_SOCKET, socket.SO_RCVBUF, ptr, n)
+    out += [what, str(r), str(ctypes.get_errno())]
+u = socket.socket(type=socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+print(" ".join(out), "udp-lock", u.getsockopt(socket.SOL_SOCKET, 72))'
+
+thread_py='
+import socket, threading
+def f():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    print("thread lock", s.getsockopt(socket.SOL_SOCKET, 72), "rcvbuf",
+          s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+t = threading.Thread(target=f)
+t.start()
+t.join()'
+
+# The supervisor: the request becomes an unlocked initial size, read-back
+# unchanged; --policy lock leaves the kernel's lock; fork and exec followed.
+if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
+	expect "seccomp: unlocked, read-back 131072" "shim=0 lock=0 rcvbuf=131072 preload=-" \
+		"$("$sockbuf" run -q --via seccomp -- "$child")"
+	expect "seccomp --policy lock" "shim=0 lock=2 rcvbuf=131072" \
+		"$("$sockbuf" run -q --via seccomp --policy lock -- "$child")"
+	forks="(\"$child\"); exec \"$child\""
+	expect "seccomp: fork and exec followed" "lock=0 rcvbuf=131072 preload=- lock=0 rcvbuf=131072 preload=-" \
+		"$("$sockbuf" run -q --via seccomp -- sh -c "$forks" | sed 's/secure=0 shim=0 //' | tr '\n' ' ')"
+	expect "seccomp: errors as the kernel gives them" "badfd -1 9 efault -1 14 short -1 22 udp-lock 2" \
+		"$("$sockbuf" run -q --via seccomp -- python3 -c "$errors_py")"
+	expect "seccomp: a thread's call (not the leader's)" "thread lock 0 rcvbuf 131072" \
+		"$("$sockbuf" run -q --via seccomp -- python3 -c "$thread_py")"
+	# The program exits first (its child waits until it has been reaped);
+	# the supervisor's background copy answers the child.
+	daemon="( while kill -0 \$\$ 2>/dev/null; do :; done; exec \"$child\" ) & exit 0"
+	expect "seccomp: a daemon's child served after the program exits" "shim=0 lock=0 rcvbuf=131072" \
+		"$("$sockbuf" run -q --via seccomp -- sh -c "$daemon")"
+	expect "seccomp: exit status" "rc=7" \
+		"$("$sockbuf" run -q --via seccomp -- sh -c 'exit 7'; echo " rc=$?")"
+	expect "seccomp: 128 + signal" "rc=143" \
+		"$("$sockbuf" run -q --via seccomp -- sh -c 'kill -TERM $$'; echo " rc=$?")"
+	if [ "$(id -u)" = 0 ]; then
+		suid=$(mktemp -d)/suid_child
+		cp "$child" "$suid" && chown nobody "$suid" && chmod 4755 "$suid"
+		expect "set-user-ID as root: the supervisor" "via seccomp supervisor: $suid is set-user-ID" \
+			"$("$sockbuf" run -- "$suid" 2>&1 >/dev/null)"
+		expect "set-user-ID as root: converted" "secure=1 shim=0 lock=0" \
+			"$("$sockbuf" run -- "$suid" 2>/dev/null)"
+		expect "set-user-ID, --via preload: said" "is set-user-ID: ld.so ignores LD_PRELOAD" \
+			"$("$sockbuf" run --via preload -- "$suid" 2>&1)"
+		rm -rf "$(dirname "$suid")"
+	fi
+else
+	echo "skip: the seccomp supervisor is unavailable here: $("$sockbuf" run --via seccomp -- true 2>&1)"
+fi
 [ "$failures" -eq 0 ]

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]: repair a
+// running process whose TCP sockets are locked.  Each socket is taken
+// with pidfd_getfd() (the rights of ptrace attach) and its locked
+// direction is unlocked at its current size, listeners included, so that
+// the connections they accept from now on start unlocked with a full
+// window scale.  What the handshake fixed (an established connection's
+// window scale) cannot change: the report says which connections keep a
+// small one.
+#include "commands.h"
+
+#include "show_collect.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <netinet/tcp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace sockbuf::cli
+{
+
+namespace
+{
+
+int fix_usage(std::FILE *to, int status)
+{
+	fmt::print(to, "usage: sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]\n"
+		       "\n"
+		       "Unlocks the locked buffers of process PID's TCP sockets at their current\n"
+		       "size, so that autotuning grows them again; listeners too, so that the\n"
+		       "connections they accept from now on start unlocked with a full window\n"
+		       "scale.  --floor SIZE (K, M, G: powers of 1024; the unit getsockopt\n"
+		       "returns) also raises every buffer below SIZE to SIZE, unlocked, once.\n"
+		       "--dry-run says what would change and changes nothing.  Needs the rights\n"
+		       "of ptrace attach on PID (same user, or CAP_SYS_PTRACE).  An established\n"
+		       "connection keeps the window scale of its handshake: those whose scale\n"
+		       "caps the window below net.ipv4.tcp_rmem's maximum are named.\n"
+		       "\n"
+		       "Exit status: 0 done, 1 error (no such process, no rights), 2 usage,\n"
+		       "3 some socket could not be changed.\n");
+	return status;
+}
+
+int bad_arg(const std::string &why)
+{
+	fmt::print(stderr, "sockbuf fix: {}\n", why);
+	fmt::print(stderr,
+		   "usage: sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]\n");
+	return 2;
+}
+
+// "256K" -> 262144; -1 when malformed or outside 1 .. SOCKBUF_SIZE_MAX.
+long long parse_size(const char *s)
+{
+	char *end = nullptr;
+	errno = 0;
+	long long v = std::strtoll(s, &end, 10);
+	if (end == s || errno || v <= 0)
+		return -1;
+	long long mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1ll << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ll << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ll << 30;
+	if (mul > 1)
+		end++;
+	if (*end || v > SOCKBUF_SIZE_MAX / mul)
+		return -1;
+	return v * mul;
+}
+
+std::string describe(const show::shown_socket &s)
+{
+	return fmt::format("fd {} {} {} -> {}", s.fd, diag::state_name(s.info.state),
+			   s.info.local.str(), s.info.remote.str());
+}
+
+struct outcome {
+	int changed = 0, unchanged = 0, failed = 0;
+};
+
+// One socket: unlock locked directions at their size, raise to the floor.
+void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry, outcome *out)
+{
+	const int want_snd = floor > s.info.sndbuf ? int(floor) : 0;
+	const int want_rcv = floor > s.info.rcvbuf ? int(floor) : 0;
+	const bool snd = (s.lock & SOCKBUF_SND) || want_snd;
+	const bool rcv = (s.lock & SOCKBUF_RCV) || want_rcv;
+	if (!snd && !rcv) {
+		out->unchanged++;
+		return;
+	}
+	const int snd_size = want_snd ? want_snd : int(s.info.sndbuf);
+	const int rcv_size = want_rcv ? want_rcv : int(s.info.rcvbuf);
+	std::string plan;
+	if (snd)
+		plan += fmt::format(" snd {}{} -> {} unlocked", s.info.sndbuf,
+				    (s.lock & SOCKBUF_SND) ? " locked" : "", snd_size);
+	if (rcv)
+		plan += fmt::format(" rcv {}{} -> {} unlocked", s.info.rcvbuf,
+				    (s.lock & SOCKBUF_RCV) ? " locked" : "", rcv_size);
+	if (dry) {
+		fmt::print("would change {}:{}\n", describe(s), plan);
+		out->changed++;
+		return;
+	}
+	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	if (dup < 0) {
+		fmt::print("could not change {}: pidfd_getfd: {}\n", describe(s),
+			   std::strerror(errno));
+		out->failed++;
+		return;
+	}
+	struct sockbuf_report rep;
+	int ret = sockbuf_set_initial_bufsize(dup, snd ? snd_size : 0, rcv ? rcv_size : 0, 0, &rep);
+	int lock = -1;
+	socklen_t len = sizeof(lock);
+	if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) != 0)
+		lock = -1;
+	close(dup);
+	if (ret < 0 || lock < 0 || (snd && (lock & SOCKBUF_SND)) || (rcv && (lock & SOCKBUF_RCV))) {
+		fmt::print("could not change {}:{}: {}\n", describe(s), plan,
+			   ret < 0 ? std::string(std::strerror(-ret))
+				   : fmt::format("still locked ({})", lock));
+		out->failed++;
+		return;
+	}
+	fmt::print("changed {}:{}\n", describe(s), plan);
+	out->changed++;
+}
+
+} // namespace
+
+int cmd_fix(int argc, char **argv)
+{
+	int pid = 0;
+	long long floor = 0;
+	bool dry = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
+			return fix_usage(stdout, 0);
+		if (!std::strcmp(a, "--dry-run")) {
+			dry = true;
+		} else if (!std::strcmp(a, "--policy") || !std::strcmp(a, "--floor")) {
+			if (i + 1 >= argc)
+				return bad_arg(fmt::format("option '{}' needs a value", a));
+			const char *v = argv[++i];
+			if (a[2] == 'p' && std::strcmp(v, "initial") != 0)
+				return bad_arg(fmt::format("--policy '{}': only initial repairs "
+							   "(unlocked, autotuning on)",
+							   v));
+			if (a[2] == 'f' && (floor = parse_size(v)) < 0)
+				return bad_arg(fmt::format("--floor '{}': a size from 1 to {} "
+							   "(suffix K, M or G)",
+							   v, SOCKBUF_SIZE_MAX));
+		} else if (a[0] == '-') {
+			return bad_arg(fmt::format("unknown option '{}'", a));
+		} else {
+			char *end = nullptr;
+			long v = std::strtol(a, &end, 10);
+			if (pid || !*a || *end || v <= 0 || v > INT_MAX)
+				return bad_arg(pid ? fmt::format("one PID only ('{}')", a)
+						   : fmt::format("'{}' is not a PID", a));
+			pid = int(v);
+		}
+	}
+	if (!pid)
+		return bad_arg("no PID");
+	int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+	if (pidfd < 0) {
+		int e = errno;
+		fmt::print(stderr, "sockbuf fix: {}: {}\n", pid,
+			   e == ESRCH ? std::string("no such process")
+				      : fmt::format("pidfd_open: {}", std::strerror(e)));
+		return 1;
+	}
+	show::collection c;
+	std::string why;
+	int ret = show::collect_pid(pid, &c, &why);
+	if (ret < 0) {
+		fmt::print(stderr, "sockbuf fix: {}{}\n", why,
+			   ret == -EACCES || ret == -EPERM
+			       ? " (needs the rights of ptrace attach on the process: its user, "
+				 "or CAP_SYS_PTRACE)"
+			       : "");
+		close(pidfd);
+		return 1;
+	}
+	// A socket whose lock bits could not be read could not be taken.
+	for (const auto &s : c.sockets)
+		if (s.lock < 0 &&
+		    s.lock_note.find("Operation not permitted") != std::string::npos) {
+			fmt::print(stderr,
+				   "sockbuf fix: {}: {} (needs the rights of ptrace attach: the "
+				   "process's user, or CAP_SYS_PTRACE); nothing changed\n",
+				   pid, s.lock_note);
+			close(pidfd);
+			return 1;
+		}
+	outcome out;
+	std::vector<std::string> small_scale;
+	const int rmem_max = c.limits.tcp_rmem[2];
+	for (const auto &s : c.sockets) {
+		if (s.lock < 0) {
+			fmt::print("could not change {}: {}\n", describe(s), s.lock_note);
+			out.failed++;
+			continue;
+		}
+		fix_one(pidfd, s, floor, dry, &out);
+		if (s.info.state != TCP_LISTEN && s.info.has_tcp_info && rmem_max > 0 &&
+		    (65535ll << s.info.rcv_wscale) < rmem_max)
+			small_scale.push_back(fmt::format(
+			    "{}: receive window scale {} (fixed at the handshake) caps its window "
+			    "at {} bytes, below tcp_rmem's {}",
+			    describe(s), s.info.rcv_wscale, 65535ll << s.info.rcv_wscale,
+			    rmem_max));
+	}
+	close(pidfd);
+	for (const auto &l : small_scale)
+		fmt::print("keeps a small window: {}\n", l);
+	fmt::print("{} socket(s) {}, {} already unlocked, {} could not be changed\n", out.changed,
+		   dry ? "would change" : "changed", out.unchanged, out.failed);
+	return out.failed ? 3 : 0;
+}
+
+} // namespace sockbuf::cli

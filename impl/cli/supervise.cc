@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: MIT
+#include "supervise.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace sockbuf::cli::run
+{
+
+namespace
+{
+
+#if defined(__x86_64__)
+constexpr uint32_t native_arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t native_arch = AUDIT_ARCH_AARCH64;
+#elif defined(__riscv) && __riscv_xlen == 64
+constexpr uint32_t native_arch = AUDIT_ARCH_RISCV64;
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+constexpr uint32_t native_arch = AUDIT_ARCH_PPC64LE;
+#elif defined(__s390x__)
+constexpr uint32_t native_arch = AUDIT_ARCH_S390X;
+#else
+#define SOCKBUF_NO_SECCOMP_ARCH 1
+constexpr uint32_t native_arch = 0;
+#endif
+
+// The low 32 bits of system call argument @i (level and optname are ints).
+constexpr uint32_t arg_lo(int i)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return uint32_t(offsetof(struct seccomp_data, args) + size_t(i) * 8);
+#else
+	return uint32_t(offsetof(struct seccomp_data, args) + size_t(i) * 8 + 4);
+#endif
+}
+
+int sys_seccomp(unsigned int op, unsigned int flags, void *args)
+{
+	return int(syscall(SYS_seccomp, op, flags, args));
+}
+
+int pidfd_open(pid_t pid)
+{
+	return int(syscall(SYS_pidfd_open, pid, 0));
+}
+
+int pidfd_getfd(int pidfd, int fd)
+{
+	return int(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+}
+
+bool fault(const char *what)
+{
+	const char *f = std::getenv("SOCKBUF_RUN_FAULT");
+	return f && !std::strcmp(f, what);
+}
+
+// Installs the filter in the calling process; the listener fd or -errno.
+int install_filter()
+{
+	struct sock_filter code[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, native_arch, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_lo(1)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_lo(2)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_SNDBUF, 4, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_RCVBUF, 3, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_SNDBUFFORCE, 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_RCVBUFFORCE, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	};
+	struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+	int fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (fd < 0 && errno == EACCES) {
+		// Without CAP_SYS_ADMIN a filter needs no_new_privs (set-user-ID
+		// programs then run without their privileges: see cmd_run.cc).
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+			return -errno;
+		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+int send_fd(int sock, int fd)
+{
+	char dummy = 'L';
+	struct iovec iov = {&dummy, 1};
+	alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+	struct msghdr msg = {};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = buf;
+	msg.msg_controllen = sizeof(buf);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+// The fd sent with send_fd(), or -errno (-EPIPE: the child sent none).
+int recv_fd(int sock)
+{
+	char dummy;
+	struct iovec iov = {&dummy, 1};
+	alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+	struct msghdr msg = {};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = buf;
+	msg.msg_controllen = sizeof(buf);
+	ssize_t n;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	if (n != 1 || !c || c->cmsg_type != SCM_RIGHTS)
+		return -EPIPE;
+	int fd;
+	std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+// Where the configuration's log: item sends lines (no rate limit here).
+class logger
+{
+public:
+	explicit logger(const shim::config &cfg)
+	{
+		switch (cfg.log) {
+		case shim::log_target::to_stderr:
+			fd_ = dup(STDERR_FILENO);
+			break;
+		case shim::log_target::to_fd:
+			fd_ = dup(cfg.log_fd);
+			break;
+		case shim::log_target::to_file:
+			fd_ = open(cfg.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+			break;
+		case shim::log_target::none:
+			break;
+		}
+	}
+	~logger()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	logger(const logger &) = delete;
+	logger &operator=(const logger &) = delete;
+	bool on() const { return fd_ >= 0; }
+	void line(const std::string &s) const
+	{
+		if (fd_ < 0)
+			return;
+		std::string l = fmt::format("sockbuf-run[{}]: {}\n", getpid(), s);
+		ssize_t n = write(fd_, l.data(), l.size());
+		(void)n;
+	}
+
+private:
+	int fd_ = -1;
+};
+
+// CAP_NET_ADMIN in the effective set of process @pid (/proc status).
+bool has_net_admin(pid_t pid)
+{
+	std::FILE *f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "re");
+	if (!f)
+		return false;
+	char line[256];
+	unsigned long long eff = 0;
+	while (std::fgets(line, sizeof(line), f))
+		if (std::sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	std::fclose(f);
+	return (eff >> 12) & 1; // CAP_NET_ADMIN
+}
+
+// The thread group of thread @tid (pidfd_open wants a leader).
+pid_t tgid_of(pid_t tid)
+{
+	std::FILE *f = std::fopen(fmt::format("/proc/{}/status", tid).c_str(), "re");
+	if (!f)
+		return -1;
+	char line[256];
+	int tgid = -1;
+	while (std::fgets(line, sizeof(line), f))
+		if (std::sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	std::fclose(f);
+	return tgid;
+}
+
+bool is_tcp(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) != 0 || v != IPPROTO_TCP)
+		return false;
+	len = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) == 0 &&
+	       (v == AF_INET || v == AF_INET6);
+}
+
+int tcp_state(int fd)
+{
+	unsigned char st = 0;
+	socklen_t len = sizeof(st);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &st, &len) != 0 || len < 1)
+		return -1;
+	return st;
+}
+
+uint16_t local_port(int fd)
+{
+	struct sockaddr_storage ss = {};
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, reinterpret_cast<struct sockaddr *>(&ss), &len) != 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(reinterpret_cast<const struct sockaddr_in &>(ss).sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(reinterpret_cast<const struct sockaddr_in6 &>(ss).sin6_port);
+	return 0;
+}
+
+class supervisor
+{
+public:
+	supervisor(int listener, const shim::config &cfg)
+	    : listener_(listener), cfg_(cfg), log_(cfg)
+	{
+		struct seccomp_notif_sizes sizes = {};
+		if (sys_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
+			req_.resize(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+			resp_.resize(
+			    std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
+		}
+	}
+
+	// One notification: false when the listener is gone.
+	bool handle_one()
+	{
+		std::fill(req_.begin(), req_.end(), 0);
+		auto *req = reinterpret_cast<struct seccomp_notif *>(req_.data());
+		if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
+			return errno == EINTR || errno == ENOENT; // ENOENT: the caller died
+		std::fill(resp_.begin(), resp_.end(), 0);
+		auto *resp = reinterpret_cast<struct seccomp_notif_resp *>(resp_.data());
+		resp->id = req->id;
+		int err = decide(*req);
+		if (err == continue_call) {
+			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		} else if (err == gone) {
+			return true; // no answer: the call is no longer waiting
+		} else {
+			resp->error = err; // 0 or -errno: setsockopt's result
+		}
+		if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
+			log_.line(fmt::format("notification answer: {}", std::strerror(errno)));
+		return true;
+	}
+
+private:
+	static constexpr int continue_call = 1; // the kernel runs the call itself
+	static constexpr int gone = 2;		// the call was interrupted or died
+
+	bool still_valid(uint64_t id) const
+	{
+		uint64_t v = id;
+		return ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &v) == 0;
+	}
+
+	int decide(const struct seccomp_notif &req)
+	{
+		const int fd = int(req.data.args[0]);
+		const int name = int(req.data.args[2]);
+		const uint64_t optval = req.data.args[3];
+		const auto optlen = socklen_t(req.data.args[4]);
+		const bool force = name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE;
+		const shim::dir d =
+		    name == SO_SNDBUF || name == SO_SNDBUFFORCE ? shim::dir_snd : shim::dir_rcv;
+		if (optlen < sizeof(int))
+			return continue_call; // the kernel's -EINVAL
+		int asked = 0;
+		struct iovec local = {&asked, sizeof(asked)};
+		// An address in the program, not in this process: copied, never
+		// dereferenced here.
+		void *addr = nullptr;
+		static_assert(sizeof(addr) <= sizeof(optval));
+		std::memcpy(&addr, &optval, sizeof(addr));
+		struct iovec remote = {addr, sizeof(asked)};
+		if (process_vm_readv(pid_t(req.pid), &local, 1, &remote, 1, 0) !=
+		    ssize_t(sizeof(int)))
+			return continue_call; // the kernel's -EFAULT, or no access
+		// pidfd_open() wants a thread-group leader: the caller's own pid
+		// in the common case, else its Tgid from /proc.
+		pid_t tgid = pid_t(req.pid);
+		int pidfd = pidfd_open(tgid);
+		if (pidfd < 0) {
+			tgid = tgid_of(pid_t(req.pid));
+			pidfd = tgid > 0 ? pidfd_open(tgid) : -1;
+		}
+		// After reading memory and opening the pidfd, before acting: the
+		// thread that asked is still waiting (not killed, its pid not
+		// reused for another process).
+		if (!still_valid(req.id)) {
+			if (pidfd >= 0)
+				close(pidfd);
+			return gone;
+		}
+		if (pidfd < 0)
+			return continue_call;
+		int sock = pidfd_getfd(pidfd, fd);
+		int getfd_err = errno;
+		close(pidfd);
+		if (sock < 0) {
+			if (getfd_err == EPERM && !warned_eperm_) {
+				warned_eperm_ = true;
+				fmt::print(
+				    stderr,
+				    "sockbuf run: pid {}: pidfd_getfd: {} (needs the rights of "
+				    "ptrace attach); its size requests go to the kernel "
+				    "unchanged\n",
+				    tgid, std::strerror(getfd_err));
+			}
+			return continue_call; // EBADF and the like: the kernel says it
+		}
+		int ret = apply(sock, tgid, fd, d, name, force, asked);
+		close(sock);
+		return ret;
+	}
+
+	int apply(int sock, pid_t pid, int fd, shim::dir d, int name, bool force, int asked)
+	{
+		if (asked <= 0 || !is_tcp(sock))
+			return continue_call;
+		const int st = tcp_state(sock);
+		const shim::role r = st == TCP_LISTEN ? shim::role_listener : shim::role_any;
+		const shim::policy p = shim::resolve(cfg_, r, local_port(sock));
+		const char *dn = d == shim::dir_snd ? "snd" : "rcv";
+		if (p != shim::policy::initial) {
+			if (log_.on())
+				log_.line(fmt::format("pid {} fd {} setsockopt {} {} left as the "
+						      "kernel sets it ({})",
+						      pid, fd, dn, asked, shim::policy_name(p)));
+			return continue_call;
+		}
+		if (force && !(cfg_.allow_force && has_net_admin(pid))) {
+			if (log_.on())
+				log_.line(fmt::format("pid {} fd {} setsockopt {} {} FORCE left "
+						      "locked (force:allow not set or no "
+						      "CAP_NET_ADMIN)",
+						      pid, fd, dn, asked));
+			return continue_call; // checked with the program's credentials
+		}
+		// The program's own call first, as the shim does: its errors,
+		// clamp and doubling are the kernel's.
+		if (setsockopt(sock, SOL_SOCKET, name, &asked, sizeof(asked)) != 0)
+			return -errno;
+		const long long doubled = 2ll * asked;
+		const int size = doubled > SOCKBUF_SIZE_MAX ? SOCKBUF_SIZE_MAX : int(doubled);
+		struct sockbuf_report rep;
+		unsigned int flags = SOCKBUF_F_FALLBACK_LOCK | (force ? SOCKBUF_F_ALLOW_FORCE : 0);
+		int sret = sockbuf_set_initial_bufsize(sock, d == shim::dir_snd ? size : 0,
+						       d == shim::dir_rcv ? size : 0, flags, &rep);
+		if (log_.on()) {
+			const struct sockbuf_dir_report &dr =
+			    d == shim::dir_snd ? rep.snd : rep.rcv;
+			if (sret < 0)
+				log_.line(fmt::format("pid {} fd {} setsockopt {} {}: sockbuf "
+						      "error {}, left as the kernel set it",
+						      pid, fd, dn, asked, sret));
+			else
+				log_.line(fmt::format(
+				    "pid {} fd {} setsockopt {} {} -> {} {}{} floor {}", pid, fd,
+				    dn, asked, sockbuf_strategy_name(dr.strategy), dr.effective,
+				    dr.locked == 0 ? " unlocked"
+						   : (dr.locked == 1 ? " locked" : ""),
+				    dr.floor));
+		}
+		return 0; // what the program's setsockopt returned
+	}
+
+	int listener_;
+	const shim::config &cfg_;
+	logger log_;
+	std::vector<unsigned char> req_, resp_;
+	bool warned_eperm_ = false;
+};
+
+int exit_status(const siginfo_t &si)
+{
+	if (si.si_code == CLD_EXITED)
+		return si.si_status;
+	return 128 + si.si_status;
+}
+
+// Serves notifications until every process under the filter is gone.
+void serve_rest(supervisor &sup, int listener)
+{
+	for (;;) {
+		struct pollfd p = {listener, POLLIN, 0};
+		int n = poll(&p, 1, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			return;
+		if ((p.revents & POLLIN) && !sup.handle_one())
+			return;
+	}
+}
+
+} // namespace
+
+int supervisor_available(std::string *why)
+{
+#ifdef SOCKBUF_NO_SECCOMP_ARCH
+	*why = "this architecture's seccomp audit value is not known to sockbuf";
+	return -ENOSYS;
+#else
+	uint32_t action = SECCOMP_RET_USER_NOTIF;
+	if (fault("notif") || sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) {
+		int e = fault("notif") ? ENOSYS : errno;
+		*why = fmt::format("seccomp user notification unavailable ({}; Linux 5.5 and "
+				   "CONFIG_SECCOMP_FILTER)",
+				   std::strerror(e));
+		return -e;
+	}
+	int e = 0;
+	if (fault("pidfd_getfd"))
+		e = ENOSYS;
+	else if (pidfd_getfd(-1, 0) < 0 && errno != EBADF)
+		e = errno;
+	if (e) {
+		*why = fmt::format("pidfd_getfd() unavailable ({}; Linux 5.6)", std::strerror(e));
+		return -e;
+	}
+	return 0;
+#endif
+}
+
+std::string supervisor_unsupported(const shim::config &cfg)
+{
+	std::string out;
+	auto add = [&out](const char *what) {
+		if (!out.empty())
+			out += ", ";
+		out += what;
+	};
+	bool sizes = false;
+	for (const auto &r : cfg.size)
+		sizes |= r[0] != 0 || r[1] != 0;
+	if (sizes)
+		add("default sizes (default_*, ROLE.snd/rcv)");
+	if (cfg.by_role[shim::role_connecting] != shim::policy::unset ||
+	    cfg.by_role[shim::role_accepted] != shim::policy::unset)
+		add("connecting/accepted role rules");
+	if (cfg.reserve)
+		add("reserve:on");
+	if (cfg.guard_ms)
+		add("guard (--floor-guard)");
+	if (cfg.exec_drop)
+		add("exec:drop");
+	return out;
+}
+
+int supervise(char **argv, const shim::config &cfg)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		fmt::print(stderr, "sockbuf run: socketpair: {}\n", std::strerror(errno));
+		return 125;
+	}
+	// Signals to pass on, read through a signalfd; blocked before the fork
+	// so none is lost, unblocked in the child before exec.
+	sigset_t fwd, old;
+	sigemptyset(&fwd);
+	for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD})
+		sigaddset(&fwd, s);
+	sigprocmask(SIG_BLOCK, &fwd, &old);
+	pid_t child = fork();
+	if (child < 0) {
+		fmt::print(stderr, "sockbuf run: fork: {}\n", std::strerror(errno));
+		return 125;
+	}
+	if (child == 0) {
+		sigprocmask(SIG_SETMASK, &old, nullptr);
+		close(sv[0]);
+		int lfd = install_filter();
+		if (lfd < 0) {
+			fmt::print(stderr, "sockbuf run: seccomp filter: {}\n",
+				   std::strerror(-lfd));
+			_exit(125);
+		}
+		if (send_fd(sv[1], lfd) != 0)
+			_exit(125);
+		close(lfd);
+		close(sv[1]);
+		execvp(argv[0], argv);
+		int e = errno;
+		fmt::print(stderr, "sockbuf run: {}: {}\n", argv[0], std::strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(sv[1]);
+	int listener = recv_fd(sv[0]);
+	close(sv[0]);
+	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+	supervisor sup(listener >= 0 ? listener : -1, cfg);
+	int status = -1;
+	bool child_done = false;
+	while (!child_done) {
+		struct pollfd p[2] = {{sfd, POLLIN, 0}, {listener, POLLIN, 0}};
+		int n = poll(p, listener >= 0 ? 2 : 1, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (listener >= 0 && (p[1].revents & POLLIN))
+			sup.handle_one();
+		if (!(p[0].revents & POLLIN))
+			continue;
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) != ssize_t(sizeof(si)))
+			continue;
+		if (si.ssi_signo != SIGCHLD) {
+			// kill(2) and sigqueue(3) are passed on; the terminal's
+			// signals reach the program's process group by themselves.
+			if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE)
+				kill(child, int(si.ssi_signo));
+			continue;
+		}
+		siginfo_t w = {};
+		if (waitid(P_PID, id_t(child), &w, WEXITED | WNOHANG) == 0 && w.si_pid == child) {
+			status = exit_status(w);
+			child_done = true;
+		}
+	}
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, nullptr);
+	if (listener < 0)
+		return status >= 0 ? status : 125;
+	// Processes the program started may still run under the filter: serve
+	// them from the background (the listener reports POLLHUP once the
+	// last is gone).
+	struct pollfd p = {listener, POLLIN, 0};
+	if (poll(&p, 1, 0) >= 0 && !(p.revents & POLLHUP)) {
+		pid_t bg = fork();
+		if (bg == 0) {
+			// Whoever waits for the program's output to end must
+			// not wait for this copy too; standard error stays for
+			// its messages and log:stderr.
+			int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (null >= 0) {
+				dup2(null, STDIN_FILENO);
+				dup2(null, STDOUT_FILENO);
+				close(null);
+			}
+			serve_rest(sup, listener);
+			_exit(0);
+		}
+	}
+	close(listener);
+	return status >= 0 ? status : 125;
+}
+
+} // namespace sockbuf::cli::run

@@ -55,6 +55,37 @@ struct track {
 	void end(int64_t t_us);	  // sampling stopped at @t_us
 };
 
+// One dip of one buffer (a socket direction) under its floor: the times of
+// its first and last sample under the floor, from either source.  Its
+// length, last - first, is a lower bound on the time below (a sampler
+// that reads slowly cannot inflate it).
+struct dip {
+	int64_t first_us = -1, last_us = -1;
+	int64_t us() const { return last_us - first_us; }
+};
+
+// The dips of one buffer, over both sources (getsockopt and inet_diag
+// read the socket in the same sampling cycle, which gives both samples
+// the same time).  A cycle in which any source read the buffer under its
+// floor keeps a dip going; a later cycle in which every source read it at
+// or above the floor ends it, at its last sample under.
+class dip_log
+{
+public:
+	static constexpr size_t cap = 4096; // dips kept; the rest counted
+	std::vector<dip> dips;
+	uint64_t dropped = 0;
+	dip open;	       // first_us < 0: none open
+	int64_t above_us = -1; // a sample at or above the floor after open
+	void note(int64_t t_us, bool below);
+	void end(); // closes the open dip (sampling stopped)
+	// The longest dip, kept or not (first_us < 0: none).
+	const dip &longest() const { return longest_; }
+
+private:
+	dip longest_;
+};
+
 struct dir_setup {
 	int requested = 0;   // kernel unit; 0 = not touched
 	int after_call = -1; // getsockopt right after the setup call returned
@@ -108,6 +139,8 @@ struct socket_record {
 
 	// Sampled during traffic.
 	track gs_snd, gs_rcv, diag_snd, diag_rcv;
+	// Dips under the floor per direction, both sources together.
+	dip_log snd_dips, rcv_dips;
 	// The memory state at the first inet_diag sample under a floor.
 	mem_state first_below_mem;
 };

@@ -7,6 +7,7 @@
 #include "model.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace sockbuf::contract
@@ -26,7 +27,9 @@ int64_t nearest_rank(const std::vector<int64_t> &sorted, double q);
 // Lengths in microseconds, in any order.
 dip_summary summarize_dips(std::vector<int64_t> lengths_us);
 
-// Every dip of the non-listener sockets of @a in @r, both directions.
-dip_summary dips_of(const scenario_result &r, arm a);
+// Every dip of the non-listener sockets of @a in @r (only those guarded by
+// @driver, when given), both directions.
+dip_summary dips_of(const scenario_result &r, arm a,
+		    std::optional<guard_driver> driver = std::nullopt);
 
 } // namespace sockbuf::contract

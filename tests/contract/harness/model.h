@@ -27,6 +27,14 @@ const char *arm_name(arm a);
 enum class role : int { client, server, listener };
 const char *role_name(role r);
 
+// How the library's floor guard is driven on a lib_initial socket, as a
+// user drives it: the library's own thread (sockbuf_guard_start()), or a
+// timerfd (sockbuf_guard_timerfd()) in the user's poll() loop that calls
+// sockbuf_guard_pass() when it is readable.
+enum class guard_driver : int { thread, timerfd };
+constexpr int guard_driver_count = 2;
+const char *driver_name(guard_driver d);
+
 // One series of values of one buffer of one socket, recorded as changes.
 struct series_point {
 	uint32_t t_us; // since the scenario's traffic started
@@ -137,6 +145,9 @@ struct socket_record {
 		bool taken = false;
 	} before, after;
 
+	// lib_initial: the driver of the floor guard this socket is in.
+	guard_driver driver = guard_driver::thread;
+
 	// Sampled during traffic.
 	track gs_snd, gs_rcv, diag_snd, diag_rcv;
 	// Dips under the floor per direction, both sources together.
@@ -145,11 +156,17 @@ struct socket_record {
 	mem_state first_below_mem;
 };
 
-// Floor guard (library arm): what check/restore did.
+// Floor guard (library arm): what check/restore did, from the library's
+// own totals (sockbuf_guard_stats()): per driver, and summed over both
+// drivers in scenario_result::guard.
 struct guard_stats {
-	uint64_t checks = 0, violations = 0, restores = 0, restore_errors = 0;
+	std::string driver; // driver_name(); empty for the sum
+	int sockets = 0;    // sockets registered with this guard
+	uint32_t interval_us = 0;
+	uint64_t passes = 0, violations = 0, restores = 0, restore_errors = 0;
 	int64_t max_pass_us = 0;	 // the longest library pass
 	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
+	int source = -1;		 // SOCKBUF_GUARD_SRC_* of the last pass
 	std::vector<std::string> events; // first few, for the report
 };
 
@@ -211,7 +228,8 @@ struct scenario_result {
 	int64_t t0_ns = 0; // CLOCK_MONOTONIC when the traffic started
 	integrity data;
 	sampler_stats sampler;
-	guard_stats guard;
+	guard_stats guard;		 // both drivers together
+	std::vector<guard_stats> guards; // per driver that guarded sockets
 	std::vector<socket_record> sockets;
 	std::vector<std::string> notes;
 	// Sizes of this scenario's arms (kernel unit).

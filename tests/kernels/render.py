@@ -750,7 +750,31 @@ def _verdicts(c):
                 first = earlier_unverified(sc, v["clause"], side)
                 if first:
                     d.setdefault("second", []).append((sc["name"], first))
+                if v["clause"] == "C3" and side == "library":
+                    guard_dips(sc, d.setdefault("dips", {}))
     return agg
+
+
+def guard_dips(sc, into):
+    """Adds @sc's dips per floor guard driver (floor_guard.drivers[].dips,
+    docs/contract.md "Dips") to @into: {driver: [dips, longest ms,
+    scenarios]}.  Results written before the suite reported them have
+    none."""
+    for g in sc.get("floor_guard", {}).get("drivers", []):
+        dips = g.get("dips", {})
+        t = into.setdefault(g.get("driver", "?"), [0, 0.0, 0])
+        t[0] += dips.get("count", 0)
+        t[1] = max(t[1], dips.get("max_ms", 0.0))
+        t[2] += 1
+
+
+def dips_text(dips):
+    """"floor guard dips: thread 3 in 4 scenarios (longest 1.5 ms); ..."""
+    where = lambda scs: "%d scenario%s" % (scs, "" if scs == 1 else "s")
+    return "floor guard dips: " + "; ".join(
+        "%s %d in %s (longest %.1f ms)" % (drv, n, where(scs), longest) if n
+        else "%s none in %s" % (drv, where(scs))
+        for drv, (n, longest, scs) in sorted(dips.items()))
 
 
 def earlier_unverified(sc, clause, side):
@@ -801,6 +825,8 @@ def _side_cell(d, release, clause):
             % ((n,) + first) for n, first in d["second"]))
     if d["skip"]:
         parts.append("%d skip" % len(d["skip"]))
+    if d.get("dips"):
+        parts.append(dips_text(d["dips"]))
     return "; ".join(parts)
 
 
@@ -818,7 +844,10 @@ def render_contract(con):
          "against %.0f ms).  The suite runs a scenario whose library verdict "
          "was unverified, and that failed nothing, a second time; the second "
          "attempt's verdicts are counted and the cell says \"run twice\" with "
-         "the first attempt's gap.  A run in which no scenario carried traffic judged "
+         "the first attempt's gap.  Where the suite reports them, the C3 "
+         "library cell also counts the floor guard's dips under the floor per "
+         "driver (the library's thread, a timerfd in a poll() loop) and the "
+         "longest (docs/contract.md, \"Dips\").  A run in which no scenario carried traffic judged "
          "nothing: it is listed as failed, without verdicts.  A send buffer "
          "under its floor links the kernel function that set it: "
          "`tcp_should_expand_sndbuf` where a reserved socket's buffer equals "

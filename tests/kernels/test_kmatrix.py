@@ -148,6 +148,22 @@ class RenderTest(unittest.TestCase):
         s.update(extra)
         return s
 
+    def test_c3_library_lists_the_guard_drivers_dips(self):
+        r = self.result()
+        drv = lambda name, n, mx: {"driver": name, "sockets": 2, "bound_us": 51300,
+                                   "dips": {"count": n, "p50_ms": 0.5, "p99_ms": mx,
+                                            "max_ms": mx}}
+        a = self.scenario("bulk", floor_guard={"drivers": [drv("thread", 3, 1.5)]})
+        b = self.scenario("pressure", floor_guard={"drivers": [drv("timerfd", 0, 0.0),
+                                                               drv("thread", 2, 7.3)]})
+        r["sections"]["contract"] = self.contract([a, b])
+        r["section_rc"]["contract"] = 0
+        self.assertIn("floor guard dips: thread 5 in 2 scenarios (longest 7.3 ms); "
+                      "timerfd none in 1 scenario", render.render([r], None))
+        # Results from before the suite reported dips: nothing added.
+        r["sections"]["contract"] = self.contract([self.scenario("bulk")])
+        self.assertNotIn("floor guard dips", render.render([r], None))
+
     def test_c3_raw_violation_prints_its_kernel_event_chain(self):
         r = self.result()
         s = self.scenario("pressure")

@@ -4,11 +4,13 @@
 //
 // Raw: a socket set up with setsockopt + SO_BUF_LOCK 0 and left alone; no
 // sample (getsockopt or inet_diag) may read under min(request, effective).
-// Library: sockbuf_set_initial_bufsize plus the floor guard
-// (sockbuf_check_floor / sockbuf_restore_floor); a dip is allowed only if
-// it was repaired within the guard's bound (repair_bound_us_of: interval,
-// longest pass, scheduling allowance), and the buffer ends at or above
-// the floor (read after the guard stopped, before anything restores it).
+// Library: sockbuf_set_initial_bufsize plus the library's floor guard,
+// driven by its own thread or by a timerfd in a poll() loop (guard.h);
+// a dip (one buffer, both sources, first to last sample under the floor)
+// is allowed only if it lasted no longer than the bound of the socket's
+// driver (repair_bound_us_of: interval, longest pass, scheduling
+// allowance), and the buffer ends at or above the floor (read after the
+// drivers stopped, before anything restores it).
 // The library half has a time bound, so it can only pass when the samples
 // are closer together than that bound: a longer gap could hide a dip the
 // guard never repaired, and the verdict is then "unverified".
@@ -19,8 +21,10 @@
 // no promise and is counted apart, with the reason.
 #include "clauses.h"
 #include "common.h"
+#include "dips.h"
 
 #include <cstring>
+#include <utility>
 
 namespace sockbuf::contract
 {
@@ -65,11 +69,79 @@ void add_c3_violation(half_verdict *h, const scenario_result &r, const socket_re
 	h->violations.back().mem = s.first_below_mem;
 }
 
+// The bound of the driver of a lib_initial socket; a result without
+// per-driver figures (older, or a guard that never started) has the sum.
+const guard_stats &guard_of(const scenario_result &r, guard_driver d)
+{
+	for (const auto &g : r.guards)
+		if (g.driver == driver_name(d))
+			return g;
+	return r.guard;
+}
+
+// One direction of a socket, both sources together.
+struct named_dir {
+	const dip_log *log;
+	const char *name;
+	std::string sources; // the sources that read it under the floor
+	int64_t lowest;	     // the lowest such reading
+	int floor;
+};
+
+std::vector<named_dir> dirs_of(const socket_record &s)
+{
+	std::vector<named_dir> out;
+	auto one = [&](const dip_log &l, const char *name, const track &gs, const track &dg,
+		       int floor) {
+		named_dir d = {&l, name, "", -1, floor};
+		using source_track = std::pair<const track *, const char *>;
+		for (const auto &[t, src] :
+		     {source_track{&gs, "getsockopt"}, source_track{&dg, "inet_diag"}}) {
+			if (!t->below_floor)
+				continue;
+			d.sources += (d.sources.empty() ? "" : ", ") + std::string(src);
+			if (d.lowest < 0 || t->lowest_below < d.lowest)
+				d.lowest = t->lowest_below;
+		}
+		out.push_back(std::move(d));
+	};
+	one(s.snd_dips, "SO_SNDBUF", s.gs_snd, s.diag_snd, s.snd.floor);
+	one(s.rcv_dips, "SO_RCVBUF", s.gs_rcv, s.diag_rcv, s.rcv.floor);
+	return out;
+}
+
+// "thread driver on 2 sockets (bound 51.0 ms): 3 dips, p50/p99/max
+// 0.5/1.2/1.2 ms, 3 restores; timerfd driver ...": which driver each
+// figure judged.
+std::string drivers_text(const scenario_result &r)
+{
+	std::string out;
+	for (const auto &g : r.guards) {
+		guard_driver d = g.driver == driver_name(guard_driver::timerfd)
+				     ? guard_driver::timerfd
+				     : guard_driver::thread;
+		dip_summary ds = dips_of(r, arm::lib_initial, d);
+		out += fmt::format(
+		    "{}{} driver on {} sockets (bound {:.1f} ms): ", out.empty() ? "" : "; ",
+		    g.driver, g.sockets, double(g.bound_us) / 1e3);
+		if (ds.count)
+			out += fmt::format("{} dips, p50/p99/max {:.1f}/{:.1f}/{:.1f} ms under, ",
+					   ds.count, double(ds.p50_us) / 1e3,
+					   double(ds.p99_us) / 1e3, double(ds.max_us) / 1e3);
+		else
+			out += "none under the floor, ";
+		out += fmt::format("{} restores by the library's guard", g.restores);
+	}
+	return out.empty() ? "no floor guard ran" : out;
+}
+
 } // namespace
 
 verdict judge_c3(const scenario_result &r)
 {
 	verdict v = make_verdict("C3", r);
+	// An unverified verdict is held to the shortest bound of the drivers
+	// (r.guard sums them up).
 	const int64_t bound = repair_bound_us_of(r.guard);
 	uint64_t samples = 0;
 	// Raw has no time bound (any sample under the floor fails it); its
@@ -95,8 +167,6 @@ verdict judge_c3(const scenario_result &r)
 	       "no raw sockets");
 
 	samples = 0;
-	int dips = 0;
-	int64_t longest = 0;
 	widest_gap gap;
 	// The scenario-wide gap (between sampling cycles) counts too: a
 	// per-track figure must never hide it.
@@ -111,27 +181,34 @@ verdict judge_c3(const scenario_result &r)
 			if (nt.t->samples)
 				widen(&gap, nt.t->max_gap_us,
 				      fmt::format("{} {}", s.name, nt.what));
-			if (nt.floor <= 0 || nt.t->below_floor == 0)
+		}
+		// A dip is judged per direction, over both sources, against
+		// the bound of the driver that guarded this socket.
+		const int64_t b = repair_bound_us_of(guard_of(r, s.driver));
+		for (const auto &d : dirs_of(s)) {
+			const dip &longest = d.log->longest();
+			if (d.floor <= 0 || longest.first_us < 0 || longest.us() <= b)
 				continue;
-			dips++;
-			longest = std::max(longest, nt.t->longest_below_us);
-			if (nt.t->longest_below_us > bound)
-				add_c3_violation(&v.lib, r, s,
-						 fmt::format("{} under the floor for {:.1f} ms",
-							     nt.what,
-							     double(nt.t->longest_below_us) / 1e3),
-						 double(nt.t->first_below_us) / 1e3,
-						 nt.t->lowest_below, nt.floor);
+			add_c3_violation(&v.lib, r, s,
+					 fmt::format("{} ({}) under the floor for {:.1f} ms ({} "
+						     "driver, bound {:.1f} ms)",
+						     d.name, d.sources, double(longest.us()) / 1e3,
+						     driver_name(s.driver), double(b) / 1e3),
+					 double(longest.first_us) / 1e3, d.lowest, d.floor);
 		}
 		if (seen == 0)
 			widen(&gap, int64_t(r.seconds * 1e6),
 			      fmt::format("{} (never sampled)", s.name));
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
-			add_c3_violation(&v.lib, r, s, "SO_SNDBUF at the end", -1, s.after.gs_snd,
-					 s.snd.floor);
+			add_c3_violation(
+			    &v.lib, r, s,
+			    fmt::format("SO_SNDBUF at the end ({} driver)", driver_name(s.driver)),
+			    -1, s.after.gs_snd, s.snd.floor);
 		if (s.after.taken && s.rcv.floor > 0 && s.after.gs_rcv < s.rcv.floor)
-			add_c3_violation(&v.lib, r, s, "SO_RCVBUF at the end", -1, s.after.gs_rcv,
-					 s.rcv.floor);
+			add_c3_violation(
+			    &v.lib, r, s,
+			    fmt::format("SO_RCVBUF at the end ({} driver)", driver_name(s.driver)),
+			    -1, s.after.gs_rcv, s.rcv.floor);
 	});
 	// Reserve mode: never below where SO_RESERVE_MEM is in force.
 	int reserved = 0, unreserved = 0, reserve_err = 0;
@@ -170,12 +247,7 @@ verdict judge_c3(const scenario_result &r)
 					    {}});
 	std::string why = fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms){}", n, samples,
 				      double(gap.us) / 1e3, sources);
-	if (dips || r.guard.restores)
-		why += fmt::format("; {} dips seen, {} restores by sockbuf_restore_floor, longest "
-				   "{:.1f} ms under",
-				   dips, r.guard.restores, double(longest) / 1e3);
-	else
-		why += ", none under the floor";
+	why += "; " + drivers_text(r);
 	if (reserved)
 		why += fmt::format("; reserve mode: {} sockets with SO_RESERVE_MEM in force, {} "
 				   "samples, never under the floor",

@@ -38,10 +38,13 @@ verdict judge_integrity(const scenario_result &r);
 half_verdict judge_growth(const scenario_result &r, arm a);
 
 // How long a library-guarded buffer may stay under its floor before the
-// guard's restore counts as too late: the guard's interval plus its
-// longest pass (recorded per scenario as guard_stats.bound_us) plus this
-// allowance for the guard thread being scheduled late, which the library
-// cannot promise away on a loaded machine.
+// guard's restore counts as too late: the documented bound, the guard's
+// interval plus its longest pass (max_pass_ns of sockbuf_guard_stats(),
+// recorded per scenario and driver as guard_stats.bound_us), plus this
+// allowance for the thread that runs the passes (the library's, or the
+// user's event loop around the timerfd) being scheduled late: both run
+// with an application's ordinary scheduling, and the library cannot
+// promise that away on a loaded machine.
 inline constexpr int64_t guard_sched_allowance_us = 50'000;
 // The bound of a result that predates guard_stats.bound_us.
 inline int64_t repair_bound_us_of(const guard_stats &g)

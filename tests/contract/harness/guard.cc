@@ -2,41 +2,56 @@
 #include "guard.h"
 
 #include "clauses.h"
-#include "clock.h"
 
 #include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
-#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <map>
 
 namespace sockbuf::contract
 {
 
-floor_guard::floor_guard(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
-    : sockets_(sockets), t0_ns_(t0_ns), period_us_(period_us)
+void assign_drivers(std::vector<socket_record> *sockets, guard_driver first)
+{
+	std::map<int, guard_driver> of_conn;
+	for (auto &s : *sockets) {
+		if (s.a != arm::lib_initial || s.conn < 0)
+			continue;
+		auto it = of_conn.find(s.conn);
+		if (it == of_conn.end()) {
+			int k = (int(of_conn.size()) + int(first)) % guard_driver_count;
+			it = of_conn.emplace(s.conn, guard_driver(k)).first;
+		}
+		s.driver = it->second;
+	}
+}
+
+floor_guard::floor_guard(std::vector<socket_record> *sockets, guard_driver d, uint32_t interval_us)
+    : driver_(d), interval_us_(interval_us)
 {
 	// FORCE as the setup may have used it: floors past *mem_max then need
 	// it to be restored (and to be accepted at all).
 	id_ = sockbuf_guard_new(SOCKBUF_GUARD_ALLOW_FORCE);
 	if (id_ < 0) {
-		stats_.restore_errors++;
-		stats_.events.push_back(fmt::format("sockbuf_guard_new: {}", std::strerror(-id_)));
+		note_error("sockbuf_guard_new", id_);
 		return;
 	}
-	for (const auto &s : *sockets_) {
-		if (s.a != arm::lib_initial || s.r == role::listener || s.fd < 0 ||
+	for (const auto &s : *sockets) {
+		if (s.a != arm::lib_initial || s.driver != d || s.r == role::listener || s.fd < 0 ||
 		    (s.snd.floor == 0 && s.rcv.floor == 0))
 			continue;
 		sockbuf_floor fl = {s.snd.floor, s.rcv.floor};
 		int ret = sockbuf_guard_add(id_, s.fd, &fl);
-		if (ret < 0) {
-			stats_.restore_errors++;
-			if (stats_.events.size() < 20)
-				stats_.events.push_back(fmt::format("{}: sockbuf_guard_add: {}",
-								    s.name, std::strerror(-ret)));
-		}
+		if (ret < 0)
+			note_error(fmt::format("{}: sockbuf_guard_add", s.name).c_str(), ret);
+		else
+			sockets_++;
 	}
 }
 
@@ -44,75 +59,120 @@ floor_guard::~floor_guard()
 {
 	stop();
 	if (id_ >= 0)
-		sockbuf_guard_destroy(id_);
+		sockbuf_guard_destroy(id_); // closes the timerfd
+	if (stop_fd_ >= 0)
+		close(stop_fd_);
 }
 
-void floor_guard::note(const struct sockbuf_guard_report &rep)
+void floor_guard::note_error(const char *call, int err)
 {
-	stats_.checks += uint64_t(rep.sockets);
-	stats_.violations += uint64_t(rep.below);
-	stats_.restores += uint64_t(rep.restored);
-	stats_.restore_errors += uint64_t(rep.errors);
-	if (rep.below && stats_.events.size() < 20)
-		stats_.events.push_back(fmt::format(
-		    "t={:.1f}ms pass: {} below the floor (deepest {} bytes), {} restored, {} "
-		    "failed, {} via {}",
-		    double(now_ns() - t0_ns_) / 1e6, rep.below, rep.worst_depth, rep.restored,
-		    rep.errors, rep.sockets,
-		    rep.diag == SOCKBUF_GUARD_SRC_DIAG	  ? "inet_diag"
-		    : rep.diag == SOCKBUF_GUARD_SRC_URING ? "io_uring"
-							  : "getsockopt"));
+	errors_++;
+	if (events_.size() < 20)
+		events_.push_back(
+		    fmt::format("{} ({}): {}", call, driver_name(driver_), std::strerror(-err)));
 }
 
-// The suite drives passes itself, on its observer thread at the profile's
-// period, so that the guard runs with the same scheduling as the sampler
-// that judges it; the pass itself is the library's.
 void floor_guard::start()
 {
-	if (id_ < 0)
+	if (id_ < 0 || started_)
 		return;
-	stop_ = false;
-	thread_ = std::thread([this] {
-		make_observer_thread();
-		int64_t next = now_ns();
-		while (!stop_.load(std::memory_order_relaxed)) {
-			int64_t begin = now_ns();
-			pass();
-			int64_t end = now_ns();
-			// Real-time: always rest at least as long as the pass took.
-			next = std::max(next + int64_t(period_us_) * 1000, end + (end - begin));
-			sleep_until_ns(next);
+	if (driver_ == guard_driver::thread) {
+		int ret = sockbuf_guard_start(id_, interval_us_);
+		if (ret < 0)
+			note_error("sockbuf_guard_start", ret);
+		started_ = ret == 0;
+		return;
+	}
+	timer_fd_ = sockbuf_guard_timerfd(id_, interval_us_);
+	if (timer_fd_ < 0) {
+		note_error("sockbuf_guard_timerfd", timer_fd_);
+		return;
+	}
+	stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (stop_fd_ < 0) {
+		note_error("eventfd", -errno);
+		return;
+	}
+	loop_ = std::thread([this] { event_loop(); });
+	started_ = true;
+}
+
+// What an application with an event loop writes: wait for the guard's
+// timer (beside its own fds, here only the stop fd) and pass when it
+// fires.  Bounded: stop() makes stop_fd_ readable, and poll() wakes at
+// least once a second to look.
+void floor_guard::event_loop()
+{
+	for (;;) {
+		pollfd p[2] = {{timer_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+		int n = poll(p, 2, 1000);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			note_error("poll", -errno);
+			return;
 		}
-	});
+		if (p[1].revents)
+			return;
+		if (p[0].revents & POLLIN) {
+			int ret = sockbuf_guard_pass(id_, nullptr); // reads the timerfd
+			if (ret < 0)
+				note_error("sockbuf_guard_pass", ret);
+		}
+	}
 }
 
 void floor_guard::stop()
 {
-	stop_ = true;
-	if (thread_.joinable())
-		thread_.join();
-}
-
-void floor_guard::pass()
-{
-	if (id_ < 0)
+	if (!started_)
 		return;
-	struct sockbuf_guard_report rep;
-	int ret = sockbuf_guard_pass(id_, &rep);
-	if (ret < 0) {
-		stats_.restore_errors++;
-		if (stats_.events.size() < 20)
-			stats_.events.push_back(
-			    fmt::format("sockbuf_guard_pass: {}", std::strerror(-ret)));
+	started_ = false;
+	if (driver_ == guard_driver::thread) {
+		int ret = sockbuf_guard_stop(id_);
+		if (ret < 0)
+			note_error("sockbuf_guard_stop", ret);
 		return;
 	}
-	note(rep);
-	stats_.max_pass_us = std::max(stats_.max_pass_us, rep.duration_ns / 1000);
+	uint64_t one = 1;
+	if (write(stop_fd_, &one, sizeof(one)) != sizeof(one))
+		note_error("eventfd write", -errno);
+	if (loop_.joinable())
+		loop_.join();
 }
 
-int64_t floor_guard::bound_us() const
+void floor_guard::last_pass()
 {
-	return int64_t(period_us_) + stats_.max_pass_us + guard_sched_allowance_us;
+	if (id_ < 0 || sockets_ == 0)
+		return;
+	int ret = sockbuf_guard_pass(id_, nullptr);
+	if (ret < 0)
+		note_error("sockbuf_guard_pass", ret);
+}
+
+int64_t floor_guard::bound_us(int64_t max_pass_us) const
+{
+	return int64_t(interval_us_) + max_pass_us + guard_sched_allowance_us;
+}
+
+guard_stats floor_guard::stats() const
+{
+	guard_stats g;
+	g.driver = driver_name(driver_);
+	g.sockets = sockets_;
+	g.interval_us = interval_us_;
+	g.restore_errors = errors_;
+	g.events = events_;
+	sockbuf_guard_totals t = {};
+	if (id_ >= 0 && sockbuf_guard_stats(id_, &t) == 0) {
+		g.passes = t.passes;
+		g.violations = t.below;
+		g.restores = t.restored;
+		g.restore_errors += t.errors;
+		g.max_pass_us = t.max_pass_ns / 1000;
+		g.source = t.passes ? t.source : -1;
+	}
+	g.bound_us = bound_us(g.max_pass_us);
+	return g;
 }
 
 } // namespace sockbuf::contract

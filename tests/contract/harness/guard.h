@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: MIT
 // The library's floor guarantee in action: the library's own floor guard
-// (sockbuf_guard_*), as an application using sockbuf runs it, over the
-// lib_initial arm's connected sockets.  This adapter only registers the
-// sockets, drives the guard and turns its pass reports into the suite's
-// events; checking and restoring are the library's.
+// (sockbuf_guard_*), started exactly as an application starts it, over the
+// lib_initial sockets given to one driver:
+//
+// - guard_driver::thread: sockbuf_guard_start(), the library's thread;
+// - guard_driver::timerfd: sockbuf_guard_timerfd() and the event loop a
+//   user writes around it: a thread that poll()s the timerfd and calls
+//   sockbuf_guard_pass() whenever it is readable (the timer decides when
+//   a pass runs, never this code).
+//
+// Neither driver's thread gets the sampler's real-time scheduling: both run
+// as an application's threads run.  This adapter registers the sockets,
+// starts and stops the driver, and reads the library's own totals
+// (sockbuf_guard_stats()); checking and restoring are the library's.
 #pragma once
 
 #include "model.h"
-
-#include <sockbuf/sockbuf.h>
 
 #include <atomic>
 #include <thread>
@@ -20,30 +27,47 @@ namespace sockbuf::contract
 class floor_guard
 {
 public:
-	// Guards the lib_initial sockets of @sockets (not listeners).
-	floor_guard(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us);
+	// Guards the lib_initial sockets of @sockets (not listeners) whose
+	// driver is @d.
+	floor_guard(std::vector<socket_record> *sockets, guard_driver d, uint32_t interval_us);
 	~floor_guard();
+	floor_guard(const floor_guard &) = delete;
+	floor_guard &operator=(const floor_guard &) = delete;
+
 	void start();
 	void stop();
-	const guard_stats &stats() const { return stats_; }
+	// One sockbuf_guard_pass() after the driver stopped (the end of a
+	// run, after the end-state reading).
+	void last_pass();
+	// The library's totals so far, with the bound.
+	guard_stats stats() const;
+	int sockets() const { return sockets_; }
 
-	// One pass over every guarded socket (also used at the very end).
-	void pass();
-
-	// How long a dip may last under this guard: one interval, the longest
-	// pass seen, and the scheduling allowance (clauses.h).
-	int64_t bound_us() const;
+	// How long a dip may last under this guard: the documented bound,
+	// one interval plus the longest pass (max_pass_ns of the library's
+	// totals), plus the scheduling allowance (clauses.h).
+	int64_t bound_us(int64_t max_pass_us) const;
 
 private:
-	void note(const struct sockbuf_guard_report &rep);
+	void event_loop();
+	void note_error(const char *call, int err);
 
-	std::vector<socket_record> *sockets_;
-	int64_t t0_ns_;
-	uint32_t period_us_;
+	guard_driver driver_;
+	uint32_t interval_us_;
 	int id_ = -1;
-	std::atomic<bool> stop_{false};
-	std::thread thread_;
-	guard_stats stats_;
+	int sockets_ = 0;
+	int timer_fd_ = -1; // owned by the guard
+	int stop_fd_ = -1;  // eventfd: ends the event loop
+	bool started_ = false;
+	std::thread loop_;
+	// Written by the event loop until it is joined; read after.
+	uint64_t errors_ = 0;
+	std::vector<std::string> events_;
 };
+
+// Assigns a driver to every lib_initial socket of @sockets: the arm's
+// connections alternate between the drivers, the first getting
+// driver @first (both ends of a connection share a driver).
+void assign_drivers(std::vector<socket_record> *sockets, guard_driver first);
 
 } // namespace sockbuf::contract

@@ -36,6 +36,17 @@ const char *role_name(role r)
 	return "?";
 }
 
+const char *driver_name(guard_driver d)
+{
+	switch (d) {
+	case guard_driver::thread:
+		return "thread";
+	case guard_driver::timerfd:
+		return "timerfd";
+	}
+	return "?";
+}
+
 const char *outcome_name(outcome o)
 {
 	switch (o) {

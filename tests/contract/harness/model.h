@@ -27,6 +27,14 @@ const char *arm_name(arm a);
 enum class role : int { client, server, listener };
 const char *role_name(role r);
 
+// How the library's floor guard is driven on a lib_initial socket, as a
+// user drives it: the library's own thread (sockbuf_guard_start()), or a
+// timerfd (sockbuf_guard_timerfd()) in the user's poll() loop that calls
+// sockbuf_guard_pass() when it is readable.
+enum class guard_driver : int { thread, timerfd };
+constexpr int guard_driver_count = 2;
+const char *driver_name(guard_driver d);
+
 // One series of values of one buffer of one socket, recorded as changes.
 struct series_point {
 	uint32_t t_us; // since the scenario's traffic started
@@ -53,6 +61,37 @@ struct track {
 	void add(int64_t value, int64_t floor, int64_t t_us);
 	void close(int64_t t_us); // ends an open under-floor stretch
 	void end(int64_t t_us);	  // sampling stopped at @t_us
+};
+
+// One dip of one buffer (a socket direction) under its floor: the times of
+// its first and last sample under the floor, from either source.  Its
+// length, last - first, is a lower bound on the time below (a sampler
+// that reads slowly cannot inflate it).
+struct dip {
+	int64_t first_us = -1, last_us = -1;
+	int64_t us() const { return last_us - first_us; }
+};
+
+// The dips of one buffer, over both sources (getsockopt and inet_diag
+// read the socket in the same sampling cycle, which gives both samples
+// the same time).  A cycle in which any source read the buffer under its
+// floor keeps a dip going; a later cycle in which every source read it at
+// or above the floor ends it, at its last sample under.
+class dip_log
+{
+public:
+	static constexpr size_t cap = 4096; // dips kept; the rest counted
+	std::vector<dip> dips;
+	uint64_t dropped = 0;
+	dip open;	       // first_us < 0: none open
+	int64_t above_us = -1; // a sample at or above the floor after open
+	void note(int64_t t_us, bool below);
+	void end(); // closes the open dip (sampling stopped)
+	// The longest dip, kept or not (first_us < 0: none).
+	const dip &longest() const { return longest_; }
+
+private:
+	dip longest_;
 };
 
 struct dir_setup {
@@ -106,17 +145,28 @@ struct socket_record {
 		bool taken = false;
 	} before, after;
 
+	// lib_initial: the driver of the floor guard this socket is in.
+	guard_driver driver = guard_driver::thread;
+
 	// Sampled during traffic.
 	track gs_snd, gs_rcv, diag_snd, diag_rcv;
+	// Dips under the floor per direction, both sources together.
+	dip_log snd_dips, rcv_dips;
 	// The memory state at the first inet_diag sample under a floor.
 	mem_state first_below_mem;
 };
 
-// Floor guard (library arm): what check/restore did.
+// Floor guard (library arm): what check/restore did, from the library's
+// own totals (sockbuf_guard_stats()): per driver, and summed over both
+// drivers in scenario_result::guard.
 struct guard_stats {
-	uint64_t checks = 0, violations = 0, restores = 0, restore_errors = 0;
+	std::string driver; // driver_name(); empty for the sum
+	int sockets = 0;    // sockets registered with this guard
+	uint32_t interval_us = 0;
+	uint64_t passes = 0, violations = 0, restores = 0, restore_errors = 0;
 	int64_t max_pass_us = 0;	 // the longest library pass
 	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
+	int source = -1;		 // SOCKBUF_GUARD_SRC_* of the last pass
 	std::vector<std::string> events; // first few, for the report
 };
 
@@ -178,7 +228,8 @@ struct scenario_result {
 	int64_t t0_ns = 0; // CLOCK_MONOTONIC when the traffic started
 	integrity data;
 	sampler_stats sampler;
-	guard_stats guard;
+	guard_stats guard;		 // both drivers together
+	std::vector<guard_stats> guards; // per driver that guarded sockets
 	std::vector<socket_record> sockets;
 	std::vector<std::string> notes;
 	// Sizes of this scenario's arms (kernel unit).

@@ -4,7 +4,10 @@
 #include "attempts.h"
 #include "attribution.h"
 #include "clauses.h"
+#include "dips.h"
 #include "text_wrap.h"
+
+#include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
 
@@ -60,6 +63,66 @@ json half_json(const half_verdict &h)
 		j["bound_ms"] = h.bound_ms;
 	}
 	return j;
+}
+
+json dips_json(const dip_summary &d)
+{
+	json j = {{"count", d.count},
+		  {"p50_ms", double(d.p50_us) / 1e3},
+		  {"p99_ms", double(d.p99_us) / 1e3},
+		  {"max_ms", double(d.max_us) / 1e3}};
+	if (d.dropped)
+		j["dropped"] = d.dropped;
+	return j;
+}
+
+const char *source_name(int src)
+{
+	switch (src) {
+	case SOCKBUF_GUARD_SRC_GETSOCKOPT:
+		return "getsockopt";
+	case SOCKBUF_GUARD_SRC_DIAG:
+		return "inet_diag";
+	case SOCKBUF_GUARD_SRC_URING:
+		return "io_uring";
+	case SOCKBUF_GUARD_SRC_BPF:
+		return "bpf";
+	default:
+		return "none";
+	}
+}
+
+// Per scenario and driver of the floor guard: its dips (both directions
+// of its sockets; first to last sample under the floor) and its bound, in
+// ms.  Empty for a document without per-driver figures (older results).
+std::string dips_table_text(const json &doc)
+{
+	std::string rows;
+	for (const auto &s : doc["scenarios"]) {
+		if (!s.contains("floor_guard") || !s["floor_guard"].contains("drivers"))
+			continue;
+		for (const auto &g : s["floor_guard"]["drivers"]) {
+			const json &d = g["dips"];
+			auto ms = [&](const char *k) {
+				return d["count"].get<uint64_t>()
+					   ? fmt::format("{:.1f}", d[k].get<double>())
+					   : std::string("-");
+			};
+			rows += fmt::format(
+			    "{:<18} {:<8} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n",
+			    s["name"].get<std::string>(), g["driver"].get<std::string>(),
+			    g["sockets"].get<int>(), d["count"].get<uint64_t>(), ms("p50_ms"),
+			    ms("p99_ms"), ms("max_ms"),
+			    fmt::format("{:.1f}", g["bound_us"].get<double>() / 1e3));
+		}
+	}
+	if (rows.empty())
+		return rows;
+	return "\nC3 library, time under the floor per dip (first to last sample under\n"
+	       "it, per buffer), ms, by the floor guard's driver:\n" +
+	       fmt::format("{:<18} {:<8} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n", "scenario",
+			   "driver", "sockets", "dips", "p50", "p99", "max", "bound") +
+	       rows;
 }
 
 // Min and max over every socket of one arm and role.
@@ -244,13 +307,32 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			  {"corrupt", r.data.corrupt},
 			  {"short_flows", r.data.short_flows},
 			  {"errors", r.data.errors}};
-	j["floor_guard"] = {{"checks", r.guard.checks},
-			    {"violations", r.guard.violations},
-			    {"restores", r.guard.restores},
-			    {"restore_errors", r.guard.restore_errors},
-			    {"max_pass_us", r.guard.max_pass_us},
-			    {"bound_us", r.guard.bound_us},
-			    {"events", r.guard.events}};
+	json drivers = json::array();
+	for (const auto &g : r.guards) {
+		guard_driver d = g.driver == driver_name(guard_driver::timerfd)
+				     ? guard_driver::timerfd
+				     : guard_driver::thread;
+		drivers.push_back({{"driver", g.driver},
+				   {"sockets", g.sockets},
+				   {"interval_us", g.interval_us},
+				   {"passes", g.passes},
+				   {"violations", g.violations},
+				   {"restores", g.restores},
+				   {"restore_errors", g.restore_errors},
+				   {"max_pass_us", g.max_pass_us},
+				   {"bound_us", g.bound_us},
+				   {"source", source_name(g.source)},
+				   {"dips", dips_json(dips_of(r, arm::lib_initial, d))}});
+	}
+	j["floor_guard"] = {
+	    {"passes", r.guard.passes},		  {"violations", r.guard.violations},
+	    {"restores", r.guard.restores},	  {"restore_errors", r.guard.restore_errors},
+	    {"max_pass_us", r.guard.max_pass_us}, {"bound_us", r.guard.bound_us},
+	    {"events", r.guard.events},		  {"drivers", drivers}};
+	json dips = json::object();
+	for (arm a : {arm::raw_unlock, arm::lib_initial, arm::lib_reserve})
+		dips[arm_name(a)] = dips_json(dips_of(r, a));
+	j["dips"] = dips;
 	json arms;
 	for (int a = 0; a < arm_count; a++)
 		if (!r.sockets.empty())
@@ -312,6 +394,7 @@ std::string text_report(const json &doc)
 	       "too sparse for the clause's time bound, - skipped);\n"
 	       "I = every byte arrived in order\n";
 	out += table_text(doc, cols);
+	out += dips_table_text(doc);
 	std::string fails, unverified, skips;
 	std::map<std::string, std::vector<std::string>> skip_reasons;
 	for (const auto &s : doc["scenarios"]) {
@@ -435,6 +518,21 @@ std::string markdown_report(const json &doc)
 				s["sampler"]["max_gap_ms"].get<double>());
 		for (const auto &n : s["notes"])
 			out += "; " + n.get<std::string>();
+		if (s.contains("floor_guard") && s["floor_guard"].contains("drivers"))
+			for (const auto &g : s["floor_guard"]["drivers"]) {
+				const json &d = g["dips"];
+				out += fmt::format(
+				    "; floor guard, {} driver on {} sockets (bound {:.1f} ms): {} "
+				    "dips",
+				    g["driver"].get<std::string>(), g["sockets"].get<int>(),
+				    g["bound_us"].get<double>() / 1e3, d["count"].get<uint64_t>());
+				if (d["count"].get<uint64_t>())
+					out += fmt::format(", p50/p99/max {:.1f}/{:.1f}/{:.1f} ms "
+							   "under the floor",
+							   d["p50_ms"].get<double>(),
+							   d["p99_ms"].get<double>(),
+							   d["max_ms"].get<double>());
+			}
 		std::string retried = earlier_attempt_text(s);
 		if (!retried.empty())
 			out += "\n\nRun twice, the verdicts below are the second attempt's: " +

@@ -81,6 +81,38 @@ void track::end(int64_t t_us)
 	close(t_us);
 }
 
+void dip_log::note(int64_t t_us, bool below)
+{
+	if (!below) {
+		// Another source read it under the floor in this same cycle:
+		// under wins.
+		if (open.first_us >= 0 && t_us != open.last_us && above_us < 0)
+			above_us = t_us;
+		return;
+	}
+	// A cycle read at or above the floor by every source came between.
+	if (open.first_us >= 0 && above_us >= 0 && above_us < t_us)
+		end();
+	above_us = -1;
+	if (open.first_us < 0)
+		open.first_us = t_us;
+	open.last_us = t_us;
+}
+
+void dip_log::end()
+{
+	if (open.first_us >= 0) {
+		if (dips.size() < cap)
+			dips.push_back(open);
+		else
+			dropped++;
+		if (open.us() > longest_.us() || longest_.first_us < 0)
+			longest_ = open;
+	}
+	open = {};
+	above_us = -1;
+}
+
 sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
     : sockets_(sockets), t0_ns_(t0_ns), period_us_(period_us)
 {
@@ -138,6 +170,10 @@ void sampler::record(socket_record *s, source src, int64_t snd, int64_t rcv, int
 	track &tr = src == source::getsockopt ? s->gs_rcv : s->diag_rcv;
 	ts.add(snd, floor_of(s->snd), t_us);
 	tr.add(rcv, floor_of(s->rcv), t_us);
+	if (snd >= 0)
+		s->snd_dips.note(t_us, floor_of(s->snd) > 0 && snd < floor_of(s->snd));
+	if (rcv >= 0)
+		s->rcv_dips.note(t_us, floor_of(s->rcv) > 0 && rcv < floor_of(s->rcv));
 }
 
 void sampler::sample(size_t i, int64_t t_us)
@@ -230,9 +266,12 @@ void sampler::loop()
 		sleep_until_ns(next);
 	}
 	int64_t end = now_ns();
-	for (auto &s : *sockets_)
+	for (auto &s : *sockets_) {
 		for (track *t : {&s.gs_snd, &s.gs_rcv, &s.diag_snd, &s.diag_rcv})
 			t->end((end - t0_ns_) / 1000);
+		s.snd_dips.end();
+		s.rcv_dips.end();
+	}
 	stats_.seconds = double(end - start) / 1e9;
 	stats_.rate_hz = stats_.seconds > 0 ? double(stats_.cycles) / stats_.seconds : 0;
 	stats_.mean_cycle_us = stats_.cycles ? double(busy) / 1e3 / double(stats_.cycles) : 0;

@@ -20,6 +20,11 @@ struct profile {
 	bool privileged = false;   // CAP_NET_ADMIN in the initial namespace
 	uint32_t sample_period_us = 500;
 	uint32_t guard_period_us = 1000;
+	// The floor guard's driver of a scenario's first lib_initial
+	// connection (int(guard_driver)); the arm's connections alternate
+	// from it.  -1: alternate with the scenario's place in
+	// all_scenarios().
+	int first_driver = -1;
 };
 
 // Test hooks: change what a run sees, to prove the suite can fail.

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+// Dips under the floor, from fake samples: their lengths per buffer over
+// both sources, the per-scenario percentiles, and C3's library half
+// judging each dip against the bound of the driver that guarded the
+// socket (a dip longer than that bound fails under either driver; the
+// same dip within it passes).
+#include "clauses.h"
+#include "dips.h"
+#include "report.h"
+#include "sampler.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace sockbuf::contract
+{
+namespace
+{
+
+TEST(Dips, NearestRankPercentiles)
+{
+	std::vector<int64_t> v(100);
+	std::iota(v.begin(), v.end(), 1); // 1..100
+	EXPECT_EQ(nearest_rank(v, 0.50), 50);
+	EXPECT_EQ(nearest_rank(v, 0.99), 99);
+	EXPECT_EQ(nearest_rank(v, 1.0), 100);
+	EXPECT_EQ(nearest_rank({1, 2, 3, 4}, 0.50), 2);
+	EXPECT_EQ(nearest_rank({1, 2, 3, 4}, 0.99), 4);
+	EXPECT_EQ(nearest_rank({7}, 0.50), 7);
+	EXPECT_EQ(nearest_rank({7}, 0.99), 7);
+
+	// In any order; a long tail shows in p99 and max, not in p50.
+	std::vector<int64_t> us(200, 1000);
+	us[17] = 90'000;
+	us[150] = 40'000;
+	us[3] = 30'000;
+	dip_summary d = summarize_dips(us);
+	EXPECT_EQ(d.count, 200u);
+	EXPECT_EQ(d.p50_us, 1000);
+	EXPECT_EQ(d.p99_us, 30'000); // rank 198 of 200: the third longest
+	EXPECT_EQ(d.max_us, 90'000);
+
+	dip_summary none = summarize_dips({});
+	EXPECT_EQ(none.count, 0u);
+	EXPECT_EQ(none.p50_us, 0);
+	EXPECT_EQ(none.p99_us, 0);
+	EXPECT_EQ(none.max_us, 0);
+}
+
+TEST(Dips, OneDipPerBufferOverBothSources)
+{
+	dip_log l;
+	// Cycle 10: both sources under; cycle 20: getsockopt reads it back
+	// at the floor but inet_diag under, in either order: the dip goes on.
+	l.note(10, true);
+	l.note(10, true);
+	l.note(20, false);
+	l.note(20, true);
+	l.note(30, true);
+	l.note(30, false);
+	// Cycle 40: both at the floor; cycle 50 under again: a second dip.
+	l.note(40, false);
+	l.note(40, false);
+	l.note(50, true);
+	l.note(60, false);
+	l.note(70, true);
+	l.end();
+	ASSERT_EQ(l.dips.size(), 3u);
+	EXPECT_EQ(l.dips[0].first_us, 10);
+	EXPECT_EQ(l.dips[0].us(), 20) << "first to last sample under the floor";
+	EXPECT_EQ(l.dips[1].us(), 0) << "one sample under: a dip of no measurable length";
+	EXPECT_EQ(l.dips[2].first_us, 70);
+	EXPECT_EQ(l.longest().first_us, 10);
+	EXPECT_EQ(l.longest().us(), 20);
+}
+
+constexpr int floor_size = 131072;
+
+// A scenario of one lib_initial connection guarded by @d, sampled every
+// millisecond for a second (both sources) by the sampler's own record
+// path; the client's send buffer reads @below from 200 ms for @dip_ms.
+scenario_result fake_run(guard_driver d, int64_t dip_ms, int64_t thread_bound_us,
+			 int64_t timerfd_bound_us)
+{
+	scenario_result r;
+	r.name = "fake";
+	r.seconds = 1;
+	r.sampler.max_gap_ms = 1;
+	r.sampler.cycles = 1000;
+	for (role ro : {role::client, role::server}) {
+		socket_record s;
+		s.name = std::string("fake/lib_initial/c2/") + role_name(ro);
+		s.a = arm::lib_initial;
+		s.r = ro;
+		s.conn = 2;
+		s.fd = 100;
+		s.driver = d;
+		s.snd.floor = s.rcv.floor = floor_size;
+		r.sockets.push_back(s);
+	}
+	for (int64_t t = 0; t < 1'000'000; t += 1000)
+		for (auto &s : r.sockets)
+			for (source src : {source::getsockopt, source::inet_diag}) {
+				bool under = s.r == role::client && t >= 200'000 &&
+					     t <= 200'000 + dip_ms * 1000;
+				sampler::record(&s, src, under ? 4608 : floor_size, floor_size, t);
+			}
+	for (auto &s : r.sockets) {
+		for (track *t : {&s.gs_snd, &s.gs_rcv, &s.diag_snd, &s.diag_rcv})
+			t->end(1'000'000);
+		s.snd_dips.end();
+		s.rcv_dips.end();
+	}
+	guard_stats th, tf;
+	th.driver = "thread";
+	tf.driver = "timerfd";
+	th.sockets = d == guard_driver::thread ? 2 : 0;
+	tf.sockets = d == guard_driver::timerfd ? 2 : 0;
+	th.bound_us = thread_bound_us;
+	tf.bound_us = timerfd_bound_us;
+	r.guards = {th, tf};
+	r.guard.bound_us = std::min(thread_bound_us, timerfd_bound_us);
+	return r;
+}
+
+class DipUnderDriver : public testing::TestWithParam<guard_driver>
+{
+};
+
+TEST_P(DipUnderDriver, LongerThanItsBoundFails)
+{
+	const guard_driver d = GetParam();
+	scenario_result r = fake_run(d, 60, 51'000, 51'000);
+	verdict v = judge_c3(r);
+	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	ASSERT_EQ(v.lib.violations.size(), 1u);
+	const violation &x = v.lib.violations.front();
+	EXPECT_EQ(x.socket, "fake/lib_initial/c2/client");
+	EXPECT_EQ(x.value, 4608);
+	EXPECT_EQ(x.floor, floor_size);
+	EXPECT_EQ(x.t_ms, 200.0);
+	EXPECT_NE(x.what.find("SO_SNDBUF (getsockopt, inet_diag) under the floor for 60.0 ms"),
+		  std::string::npos)
+	    << x.what;
+	EXPECT_NE(x.what.find(std::string(driver_name(d)) + " driver, bound 51.0 ms"),
+		  std::string::npos)
+	    << x.what;
+}
+
+TEST_P(DipUnderDriver, WithinItsBoundPasses)
+{
+	scenario_result r = fake_run(GetParam(), 40, 51'000, 51'000);
+	verdict v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	EXPECT_NE(v.lib.why.find(fmt::format("{} driver on 2 sockets (bound 51.0 ms): 1 dips, "
+					     "p50/p99/max 40.0/40.0/40.0 ms under",
+					     driver_name(GetParam()))),
+		  std::string::npos)
+	    << v.lib.why;
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, DipUnderDriver,
+			 testing::Values(guard_driver::thread, guard_driver::timerfd),
+			 [](const auto &p) { return std::string(driver_name(p.param)); });
+
+TEST(Dips, EachSocketIsHeldToItsOwnDriversBound)
+{
+	// The timerfd guard's longest pass made its bound 100 ms: a 70 ms
+	// dip under it passes, the same dip under the thread (51 ms) fails.
+	EXPECT_EQ(judge_c3(fake_run(guard_driver::timerfd, 70, 51'000, 100'000)).lib.o,
+		  outcome::pass);
+	EXPECT_EQ(judge_c3(fake_run(guard_driver::thread, 70, 51'000, 100'000)).lib.o,
+		  outcome::fail);
+}
+
+TEST(Dips, ReportedPerDriverAndArm)
+{
+	scenario_result r = fake_run(guard_driver::timerfd, 30, 51'000, 51'000);
+	verdict v = judge_c3(r);
+	json s = scenario_json(r, {v}, false);
+	const json &lib = s["dips"]["lib_initial"];
+	EXPECT_EQ(lib["count"], 1);
+	EXPECT_EQ(lib["p50_ms"], 30.0);
+	EXPECT_EQ(lib["p99_ms"], 30.0);
+	EXPECT_EQ(lib["max_ms"], 30.0);
+	EXPECT_EQ(s["dips"]["raw_unlock"]["count"], 0);
+	ASSERT_EQ(s["floor_guard"]["drivers"].size(), 2u);
+	EXPECT_EQ(s["floor_guard"]["drivers"][0]["driver"], "thread");
+	EXPECT_EQ(s["floor_guard"]["drivers"][0]["dips"]["count"], 0);
+	EXPECT_EQ(s["floor_guard"]["drivers"][1]["driver"], "timerfd");
+	EXPECT_EQ(s["floor_guard"]["drivers"][1]["dips"]["max_ms"], 30.0);
+
+	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
+		    {"profile", "quick"},
+		    {"privileged", true},
+		    {"seconds", 1.0},
+		    {"sysctls", json::object()},
+		    {"features", json::object()},
+		    {"scenarios", json::array({s})}};
+	std::string text = text_report(doc);
+	EXPECT_NE(text.find("fake               timerfd        2     1    30.0    30.0    30.0    "
+			    "51.0\n"),
+		  std::string::npos)
+	    << text;
+	EXPECT_NE(markdown_report(doc).find("timerfd driver on 2 sockets (bound 51.0 ms): 1 dips, "
+					    "p50/p99/max 30.0/30.0/30.0 ms"),
+		  std::string::npos);
+}
+
+} // namespace
+} // namespace sockbuf::contract

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
 	# build
-	build-essential cmake pkg-config git
+	build-essential cmake ninja-build pkg-config git
 	libcap-ng-dev libfmt-dev nlohmann-json3-dev libbpf-dev
 	libgtest-dev libgmock-dev googletest libbenchmark-dev
 	# sanitizers, fuzzing, lint

@@ -113,6 +113,39 @@ void read_sysctls(struct sockbuf_probe_info *p)
 	sysctl::read_ints("/proc/sys/net/ipv4/tcp_rmem", p->tcp_rmem, 3);
 }
 
+// Runs the probe; fill_cache_locked() keeps what it found.
+int run(struct sockbuf_probe_info *out)
+{
+	struct sockbuf_probe_info p;
+	std::memset(&p, 0, sizeof(p));
+	p.min_sndbuf = p.min_rcvbuf = p.tcp_sndbuf = p.tcp_rcvbuf = -1;
+
+	int fd = tcp_socket();
+	if (fd < 0)
+		return fd;
+	sys::get_int(fd, SOL_SOCKET, SO_SNDBUF, &p.tcp_sndbuf);
+	sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &p.tcp_rcvbuf);
+	probe_tcp_info(fd, &p);
+	probe_reserve_mem(fd, &p);
+	probe_minimums(fd, &p); // locks fd: SO_BUF_LOCK probe needs that
+	probe_buf_lock(fd, &p);
+	sys::close(fd);
+
+	int ret = probe_rcvlowat(&p);
+	if (ret < 0)
+		return ret;
+	if (caps::net_admin_effective())
+		p.features |= SOCKBUF_FEAT_FORCE;
+	p.known |= SOCKBUF_FEAT_FORCE; // the options exist on every kernel
+	read_sysctls(&p);
+
+	struct utsname u;
+	if (uname(&u) == 0)
+		std::snprintf(p.release, sizeof(p.release), "%s", u.release);
+	*out = p;
+	return 0;
+}
+
 std::mutex g_lock;
 struct sockbuf_probe_info g_probe; // guarded by g_lock
 std::atomic<bool> g_ready{false};
@@ -145,38 +178,6 @@ int fill_cache_locked()
 }
 
 } // namespace
-
-int run(struct sockbuf_probe_info *out)
-{
-	struct sockbuf_probe_info p;
-	std::memset(&p, 0, sizeof(p));
-	p.min_sndbuf = p.min_rcvbuf = p.tcp_sndbuf = p.tcp_rcvbuf = -1;
-
-	int fd = tcp_socket();
-	if (fd < 0)
-		return fd;
-	sys::get_int(fd, SOL_SOCKET, SO_SNDBUF, &p.tcp_sndbuf);
-	sys::get_int(fd, SOL_SOCKET, SO_RCVBUF, &p.tcp_rcvbuf);
-	probe_tcp_info(fd, &p);
-	probe_reserve_mem(fd, &p);
-	probe_minimums(fd, &p); // locks fd: SO_BUF_LOCK probe needs that
-	probe_buf_lock(fd, &p);
-	sys::close(fd);
-
-	int ret = probe_rcvlowat(&p);
-	if (ret < 0)
-		return ret;
-	if (caps::net_admin_effective())
-		p.features |= SOCKBUF_FEAT_FORCE;
-	p.known |= SOCKBUF_FEAT_FORCE; // the options exist on every kernel
-	read_sysctls(&p);
-
-	struct utsname u;
-	if (uname(&u) == 0)
-		std::snprintf(p.release, sizeof(p.release), "%s", u.release);
-	*out = p;
-	return 0;
-}
 
 int cached(facts *out)
 {

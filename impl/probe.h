@@ -31,7 +31,4 @@ int get(struct sockbuf_probe_info *out, bool fresh);
 void reset_for_tests();
 #endif
 
-// Runs the probe without touching the cache (for tests and fresh probes).
-int run(struct sockbuf_probe_info *out);
-
 } // namespace sockbuf::probe

@@ -305,11 +305,6 @@ bool buffer_option(int level, int name, dir *d, bool *force)
 
 } // namespace
 
-const engine_state &state()
-{
-	return g_state;
-}
-
 void engine_install(const engine_state &s)
 {
 	g_state = s;

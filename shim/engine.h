@@ -24,8 +24,6 @@ struct engine_state {
 	config cfg;
 };
 
-const engine_state &state();
-
 // Installs @s (at load time, before any handler can see it active).
 void engine_install(const engine_state &s);
 

@@ -167,6 +167,7 @@ public:
 		run_in_child = SOCKBUF_GUARD_RUN_IN_CHILD,
 		no_uring = SOCKBUF_GUARD_NO_URING,
 		bpf = SOCKBUF_GUARD_BPF,
+		events = SOCKBUF_GUARD_EVENTS,
 	};
 
 	static result<guard> make(flags f = flags::none)

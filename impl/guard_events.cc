@@ -13,6 +13,7 @@
 
 #include <cstdarg>
 #include <new>
+#include <sys/mman.h>
 #endif
 
 namespace sockbuf::bpf
@@ -47,10 +48,19 @@ int errno_or(int fallback)
 	return errno > 0 ? -errno : fallback;
 }
 
-// .bss of bpf/guard_events.bpf.c, in order.
+size_t bss_len()
+{
+	return size_t(sysconf(_SC_PAGESIZE));
+}
+
+// .bss of bpf/guard_events.bpf.c, in order; mapped here (libbpf makes
+// global data BPF_F_MMAPABLE, 5.5, but maps the kernel's copy only for
+// skeletons): read and raised in place, never by a map update that would
+// race the programs' counters.
 struct counters {
 	uint64_t ring_lost;
 	uint64_t posted;
+	int32_t max_snd, max_rcv;
 };
 
 } // namespace
@@ -60,6 +70,7 @@ struct event_source::state {
 	bpf_link *links[2] = {nullptr, nullptr};
 	ring_buffer *rb = nullptr;
 	int map_fd = -1, bss_fd = -1;
+	counters *bss = nullptr;		       // libbpf's mapping of .bss
 	int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // for after_fork()
 };
 
@@ -134,6 +145,18 @@ int event_source::open()
 		err = errno_or(-EINVAL);
 	if (err == 0 && bpf_map__value_size(bss) != sizeof(counters))
 		err = -ENOENT;
+	if (err == 0) {
+		void *m = mmap(nullptr, bss_len(), PROT_READ | PROT_WRITE, MAP_SHARED,
+			       bpf_map__fd(bss), 0);
+		if (m == MAP_FAILED) {
+			err = errno_or(-EINVAL); // not mmapable: before 5.5
+		} else {
+			st_->bss = static_cast<counters *>(m); // close() unmaps it
+			// Not inherited: a forked child never writes here.
+			if (madvise(m, bss_len(), MADV_DONTFORK) != 0)
+				err = errno_or(-EINVAL);
+		}
+	}
 	bpf_program *progs[2] = {raise, space};
 	const bool wanted[2] = {has_raise, check != nullptr};
 	for (int k = 0; k < 2 && err == 0; k++) {
@@ -181,6 +204,14 @@ int event_source::watch(uint32_t ino, int snd, int rcv)
 	if (!st_)
 		return -EBADF;
 	const watched w = {snd, rcv, 0};
+	// Raised before the socket is in the map: the programs' early exit
+	// never skips a socket the map holds.
+	auto raise = [](int32_t *max, int v) {
+		if (v > __atomic_load_n(max, __ATOMIC_RELAXED))
+			__atomic_store_n(max, v, __ATOMIC_RELEASE);
+	};
+	raise(&st_->bss->max_snd, snd);
+	raise(&st_->bss->max_rcv, rcv);
 	errno = 0;
 	return bpf_map_update_elem(st_->map_fd, &ino, &w, BPF_ANY) == 0 ? 0 : errno_or(-EIO);
 }
@@ -208,30 +239,22 @@ uint64_t event_source::lost() const
 {
 	if (!st_)
 		return 0;
-	counters c = {};
-	const uint32_t zero = 0;
-	if (bpf_map_lookup_elem(st_->bss_fd, &zero, &c) != 0)
-		return 0;
-	return c.ring_lost;
+	return __atomic_load_n(&st_->bss->ring_lost, __ATOMIC_RELAXED);
 }
 
 #ifdef SOCKBUF_TEST_SEAM
 void event_source::add_lost(uint64_t n)
 {
-	if (!st_)
-		return;
-	counters c = {};
-	const uint32_t zero = 0;
-	if (bpf_map_lookup_elem(st_->bss_fd, &zero, &c) == 0) {
-		c.ring_lost += n;
-		bpf_map_update_elem(st_->bss_fd, &zero, &c, BPF_ANY);
-	}
+	if (st_)
+		__atomic_fetch_add(&st_->bss->ring_lost, n, __ATOMIC_RELAXED);
 }
 #endif
 
 void event_source::close()
 {
 	if (st_) {
+		if (st_->bss)
+			munmap(st_->bss, bss_len());
 		ring_buffer__free(st_->rb);
 		for (bpf_link *l : st_->links)
 			bpf_link__destroy(l);

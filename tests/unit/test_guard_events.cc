@@ -22,14 +22,23 @@
 
 #include <cap-ng.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace sockbuf::test;
 
@@ -333,4 +342,174 @@ TEST(GuardEvents, RefusedLoadFallsBackToPollingAndSaysWhy)
 	}
 	expect_child_exited_0(pid, "3: capabilities not dropped, 4: setup, 5: events loaded or "
 				   "not -EPERM, 6: not restored, 7: interval, 8: counts");
+}
+
+namespace
+{
+
+// The cgroup v2 folder this process is in ("" without a unified hierarchy
+// at /sys/fs/cgroup).
+std::string own_cgroup()
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return "";
+	char line[512];
+	std::string dir;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			dir = std::string("/sys/fs/cgroup") + std::string(line + 3);
+			while (!dir.empty() && (dir.back() == '\n' || dir.back() == '/'))
+				dir.pop_back();
+		}
+	fclose(f);
+	return dir;
+}
+
+std::string read_text(const std::string &path)
+{
+	FILE *f = fopen(path.c_str(), "re");
+	if (!f)
+		return "";
+	char buf[4096];
+	const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+bool write_text(const std::string &path, const std::string &v)
+{
+	FILE *f = fopen(path.c_str(), "we");
+	if (!f)
+		return false;
+	const bool ok = fputs(v.c_str(), f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+long long memcg_number(const std::string &dir, const char *file, const char *key = nullptr)
+{
+	const std::string t = read_text(dir + "/" + file);
+	if (!key)
+		return t.empty() ? -1 : atoll(t.c_str());
+	const std::string k = std::string("\n") + key + " ";
+	const size_t at = ("\n" + t).find(k);
+	return at == std::string::npos ? -1 : atoll(t.c_str() + at + k.size() - 1);
+}
+
+} // namespace
+
+// The kernel's own cut: the sender alone in a memory cgroup of the test's
+// own, squeezed to its non-socket memory plus 64 KiB while it sends, so
+// socket charges fail and __sk_mem_raise_allocated() moderates the send
+// buffer (the receiver stays outside the group).  The record comes from
+// whichever watched function sees the buffer below first; the guard's
+// timer is 60 s away, so a restore means a record named the socket.
+TEST(GuardEvents, MemcgCutIsRestoredFromARecord)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	const std::string parent = own_cgroup();
+	if (parent.empty() ||
+	    read_text(parent + "/cgroup.subtree_control").find("memory") == std::string::npos)
+		GTEST_SKIP() << "no memory controller for groups under this process's cgroup ("
+			     << (parent.empty() ? "no cgroup v2" : parent) << ")";
+	const std::string group = parent + "/sockbuf-events-" + std::to_string(getpid());
+	rmdir(group.c_str());
+	ASSERT_EQ(mkdir(group.c_str(), 0755), 0) << strerror(errno);
+	fd l(tcp());
+	struct sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(sa);
+	ASSERT_EQ(::bind(l, (sockaddr *)&sa, sizeof(sa)), 0);
+	ASSERT_EQ(::listen(l, 1), 0);
+	ASSERT_EQ(::getsockname(l, (sockaddr *)&sa, &len), 0);
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		// Out of the OOM killer's reach, every page charged before the
+		// squeeze: a failed socket charge must come back to the socket.
+		write_text("/proc/self/oom_score_adj", "-1000");
+		if (!write_text(group + "/cgroup.procs", std::to_string(getpid())))
+			_exit(3);
+		guard_id g(SOCKBUF_GUARD_EVENTS);
+		int s = tcp();
+		const struct sockbuf_floor fl = {floor_size, 0};
+		if (g.id < 0 || s < 0 || sockbuf_guard_set_net_interval(g.id, long_net_us) != 0 ||
+		    ::connect(s, (sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
+		    sockbuf_guard_add(g.id, s, &fl) != 0)
+			_exit(4);
+		const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+		std::vector<char> buf(128 << 10, 'x');
+		if (efd < 0 || mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+			_exit(5);
+		const auto t0 = std::chrono::steady_clock::now();
+		bool squeezed = false;
+		int restored = 0, low = sndbuf(s);
+		for (uint64_t sent = 0; sent < (1ull << 30) && restored == 0;) {
+			const auto t = std::chrono::steady_clock::now() - t0;
+			if (t > std::chrono::seconds(20))
+				break;
+			if (!squeezed && t > std::chrono::milliseconds(200)) {
+				const long long cur = memcg_number(group, "memory.current");
+				const long long sock = memcg_number(group, "memory.stat", "sock");
+				if (cur < 0 || sock < 0 ||
+				    !write_text(group + "/memory.max",
+						std::to_string(cur - sock + (64 << 10))))
+					_exit(6);
+				squeezed = true;
+			}
+			const ssize_t r = ::send(s, buf.data(), buf.size(), MSG_DONTWAIT);
+			if (r > 0)
+				sent += uint64_t(r);
+			else if (errno != EAGAIN && errno != ENOBUFS)
+				_exit(7);
+			low = std::min(low, sndbuf(s));
+			struct pollfd p[2] = {{efd, POLLIN, 0}, {s, POLLOUT, 0}};
+			if (::poll(p, 2, 10) > 0 && (p[0].revents & POLLIN)) {
+				struct sockbuf_guard_report rep;
+				if (sockbuf_guard_pass(g.id, &rep) != 0)
+					_exit(8);
+				restored += rep.restored;
+			}
+		}
+		write_text(group + "/memory.max", "max");
+		struct sockbuf_guard_event_totals ev;
+		struct sockbuf_guard_totals t;
+		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+			_exit(9);
+		std::printf("memcg: lowest sndbuf seen %d, records %llu, restored by events %llu, "
+			    "full passes %llu\n",
+			    low, (unsigned long long)ev.records,
+			    (unsigned long long)ev.restored_events, (unsigned long long)t.passes);
+		if (!squeezed)
+			_exit(10);
+		if (restored == 0 || ev.records == 0 || ev.restored_events == 0)
+			_exit(11); // no cut, or no record for it
+		if (t.passes != 0)
+			_exit(12);
+		::close(s);
+		_exit(0);
+	}
+	const int c = ::accept(l, nullptr, nullptr);
+	std::thread rx([c] {
+		std::vector<char> b(1 << 16);
+		while (c >= 0 && ::recv(c, b.data(), b.size(), 0) > 0) {
+		}
+	});
+	expect_child_exited_0(pid,
+			      "3: cgroup.procs, 4: setup, 5: timerfd/mlockall, 6: squeeze, "
+			      "7: send, 8: pass, 9: stats, 10: never squeezed, 11: no cut seen "
+			      "or no record within 20 s, 12: a full pass ran");
+	if (c >= 0)
+		::shutdown(c, SHUT_RDWR);
+	rx.join();
+	if (c >= 0)
+		::close(c);
+	EXPECT_EQ(rmdir(group.c_str()), 0) << strerror(errno);
 }

@@ -506,7 +506,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * every buffer found below its floor back to it, unlocked where the kernel
  * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
  * "restored within one interval plus one pass", not "never below": for that, lock the buffer or
- * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.
+ * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.  With
+ * SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
+ * functions they watch is restored on the record it posts, without waiting for a pass;
+ * passes remain the safety net for the others.
  *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed
@@ -850,8 +853,8 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
 
 /* The kernel functions the event source is attached to
  * (sockbuf_guard_event_totals.attached). */
-#define SOCKBUF_GUARD_EV_MEM_RAISE (1u << 0)	    /* __sk_mem_raise_allocated */
-#define SOCKBUF_GUARD_EV_CHECK_SPACE (1u << 1)	    /* tcp_check_space */
+#define SOCKBUF_GUARD_EV_MEM_RAISE (1u << 0)	      /* __sk_mem_raise_allocated */
+#define SOCKBUF_GUARD_EV_CHECK_SPACE (1u << 1)	      /* tcp_check_space */
 #define SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE (1u << 2) /* __tcp_check_space */
 
 /**

@@ -229,6 +229,21 @@ public:
 		return t;
 	}
 
+	// flags::events: what the event source did, or why it is off (err).
+	result<sockbuf_guard_event_totals> event_stats() const
+	{
+		sockbuf_guard_event_totals t{};
+		int ret = sockbuf_guard_event_stats(id_, &t);
+		if (ret < 0)
+			return make_error(ret);
+		return t;
+	}
+	// flags::events: the safety net's interval (1 s by default).
+	std::error_code set_net_interval(std::chrono::microseconds interval)
+	{
+		return ec(sockbuf_guard_set_net_interval(id_, interval_us(interval)));
+	}
+
 private:
 	explicit guard(int id) : id_(id) {}
 	static std::error_code ec(int ret) { return ret < 0 ? make_error(ret) : std::error_code{}; }

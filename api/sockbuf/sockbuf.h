@@ -604,6 +604,10 @@ struct sockbuf_guard_report {
 /**
  * struct sockbuf_guard_totals - totals since sockbuf_guard_new().
  * @passes, @below, @restored, @errors, @removed: sums over all passes.
+ *                  With SOCKBUF_GUARD_EVENTS @passes counts full passes
+ *                  only; the rounds on records are counted in
+ *                  sockbuf_guard_event_totals, and what they find and do
+ *                  in @below, @restored, @errors and @removed too.
  * @sockets:        registered now.
  * @worst_depth:    the largest floor - size ever seen.
  * @max_pass_ns:    the longest pass.

@@ -181,4 +181,32 @@ int sockbuf_guard_stats(int id, struct sockbuf_guard_totals *out)
 	return 0;
 }
 
+int sockbuf_guard_event_stats(int id, struct sockbuf_guard_event_totals *out)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	if (!out)
+		return -EINVAL;
+	g->event_stats(out);
+	return 0;
+}
+
+int sockbuf_guard_set_net_interval(int id, unsigned int interval_us)
+{
+	auto g = find(id);
+	return g ? g->set_net_interval(interval_us) : -EBADF;
+}
+
 } // extern "C"
+
+#ifdef SOCKBUF_TEST_SEAM
+int sockbuf::guard::lose_records_for_test(int id, uint64_t n)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	g->lose_records_for_test(n);
+	return 0;
+}
+#endif

@@ -20,6 +20,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <new>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -30,9 +32,9 @@ namespace sockbuf::guard
 namespace
 {
 
-constexpr unsigned int known_flags = SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM |
-				     SOCKBUF_GUARD_NO_DIAG | SOCKBUF_GUARD_RUN_IN_CHILD |
-				     SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF;
+constexpr unsigned int known_flags =
+    SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_NO_DIAG |
+    SOCKBUF_GUARD_RUN_IN_CHILD | SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_EVENTS;
 constexpr unsigned int min_interval_us = 100, max_interval_us = 60'000'000;
 
 constexpr int src_getsockopt = SOCKBUF_GUARD_SRC_GETSOCKOPT;
@@ -105,6 +107,8 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 		uring_err_ = -EPERM;
 	stats_.diag_err = diag_err_;
 	stats_.uring_err = uring_err_;
+	if (flags_ & SOCKBUF_GUARD_EVENTS)
+		ev_err_ = ev_.open();
 }
 
 floor_guard::~floor_guard()
@@ -115,6 +119,10 @@ floor_guard::~floor_guard()
 			registry::withdraw(entries_.at(i).inode, registry::by_guard);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_);
+	if (epoll_fd_ >= 0)
+		::close(epoll_fd_);
+	if (wake_fd_ >= 0)
+		::close(wake_fd_);
 }
 
 int floor_guard::add(int fd, const struct sockbuf_floor &floor)
@@ -165,6 +173,12 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	}
 	next_seq_++;
 	stats_.sockets++;
+	if (events_on()) {
+		// Not in the map: passes still guard it (the safety net).
+		ret = ev_.watch(e.inode, floor.snd, floor.rcv);
+		if (ret < 0)
+			ev_stats_.watch_err = ret;
+	}
 	max_fd_ = std::max(max_fd_, fd);
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
@@ -243,6 +257,7 @@ int floor_guard::remove(int fd)
 		entry &e = entries_.at(i);
 		e.removed.store(true, std::memory_order_relaxed);
 		registry::withdraw(e.inode, registry::by_guard);
+		ev_.unwatch(e.inode);
 		auto it = by_inode_.find(e.inode);
 		if (it != by_inode_.end() && it->second == i)
 			by_inode_.erase(it);
@@ -650,6 +665,9 @@ void floor_guard::compact(size_t n, struct sockbuf_guard_report *p)
 			if (v == reused)
 				p->reused++;
 		}
+		auto owner = by_inode_.find(e.inode);
+		if (!removed && owner != by_inode_.end() && owner->second == i)
+			ev_.unwatch(e.inode); // a removed one left the map in remove()
 		erase(i);
 	}
 }
@@ -674,8 +692,133 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	const pid_t self = getpid();
 	if (!(flags_ & SOCKBUF_GUARD_RUN_IN_CHILD) && self != owner_)
 		return -ECHILD;
-	struct sockbuf_guard_report p = {};
 	std::lock_guard<std::mutex> pass_lock(pass_mu_);
+	bool full = true;
+	if (events_on()) {
+		// Driven by an events timer (timerfd()): a full pass only when
+		// it fired; otherwise the sockets the records name.
+		std::lock_guard<std::mutex> lock(mu_);
+		if (epoll_fd_ >= 0 && timer_fd_ >= 0 && timer_owner_ == self) {
+			uint64_t expirations = 0;
+			full = ::read(timer_fd_, &expirations, sizeof(expirations)) ==
+				   ssize_t(sizeof(expirations)) &&
+			       expirations > 0;
+		}
+	}
+	return run_pass(full, out);
+}
+
+// The records first (with events on), then a full pass if @full or records
+// were lost.  Caller holds pass_mu_.
+int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
+{
+	struct sockbuf_guard_report p = {};
+	if (events_on() && events_round(&p))
+		full = true;
+	const int by_events = p.restored;
+	if (full)
+		full_pass(getpid(), &p);
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		ev_stats_.restored_events += uint64_t(by_events);
+		ev_stats_.restored_passes += uint64_t(p.restored - by_events);
+	}
+	if (out)
+		*out = p;
+	return 0;
+}
+
+// The sockets the ring's records name: each is read by getsockopt and, if
+// below its floor, restored by check_one() (identity at the write); one
+// that is not below has its identity checked all the same, so that a
+// socket closed while its record was in flight leaves now.  The pending
+// mark is cleared before the read: a cut after it posts again.  True when
+// the ring had lost records since the last round (the caller makes a full
+// pass).  Caller holds pass_mu_.
+bool floor_guard::events_round(struct sockbuf_guard_report *out)
+{
+	ev_inodes_.clear();
+	const int got = ev_.drain(&ev_inodes_);
+	const uint64_t lost = ev_.lost();
+	bool lost_more = lost > ev_lost_seen_;
+	ev_lost_seen_ = lost;
+	if (got <= 0) {
+		if (lost_more) {
+			std::lock_guard<std::mutex> lock(mu_);
+			ev_stats_.lost = lost;
+		}
+		return lost_more;
+	}
+	struct sockbuf_guard_report p = {};
+	size_t n;
+	uint64_t dropped = 0;
+	ev_index_.clear();
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		n = entries_.size();
+		for (const uint32_t ino : ev_inodes_) {
+			auto it = by_inode_.find(ino);
+			if (it == by_inode_.end() ||
+			    entries_.at(it->second).removed.load(std::memory_order_relaxed)) {
+				dropped++; // left the guard since the record was posted
+				continue;
+			}
+			const entry &e = entries_.at(it->second);
+			(void)ev_.clear(ino, e.floor.snd, e.floor.rcv);
+			try {
+				ev_index_.push_back(it->second);
+			} catch (const std::bad_alloc &) {
+				lost_more = true; // the full pass finds it
+			}
+		}
+		ev_stats_.records += uint64_t(got);
+		ev_stats_.lost = lost;
+		ev_stats_.rounds++;
+	}
+	std::sort(ev_index_.begin(), ev_index_.end());
+	ev_index_.erase(std::unique(ev_index_.begin(), ev_index_.end()), ev_index_.end());
+	try {
+		if (now_.size() < n)
+			now_.resize(n);
+		verdict_.assign(n, char(keep));
+	} catch (const std::bad_alloc &) {
+		return true;
+	}
+	for (const size_t i : ev_index_) {
+		const entry &e = entries_.at(i);
+		now_[i] = sizes{};
+		if (!read_sizes_one(e, &now_[i])) {
+			verdict_[i] = gone;
+			dropped++;
+			continue;
+		}
+		p.sockets++;
+		if (!check_one(i, &p)) {
+			const verdict v = identity(e);
+			if (v != keep)
+				verdict_[i] = char(v);
+		}
+		if (verdict_[i] != keep)
+			dropped++;
+	}
+	std::lock_guard<std::mutex> lock(mu_);
+	compact(n, &p);
+	ev_stats_.dropped += dropped;
+	stats_.below += uint64_t(p.below);
+	stats_.restored += uint64_t(p.restored);
+	stats_.errors += uint64_t(p.errors);
+	stats_.removed += uint64_t(p.removed);
+	stats_.reused += uint64_t(p.reused);
+	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
+	*out = p;
+	return lost_more;
+}
+
+// Every socket once.  Adds what it found and did to @out.  Caller holds
+// pass_mu_.
+void floor_guard::full_pass(pid_t self, struct sockbuf_guard_report *out)
+{
+	struct sockbuf_guard_report p = {};
 	const int64_t t0 = now_ns();
 	// Sources are compared by the CPU time a pass took, not its wall
 	// time: a pass preempted on a busy host must not make its source look
@@ -757,9 +900,15 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 	stats_.diag_err = diag_err_;
 	stats_.uring_err = uring_err_;
 	stats_.bpf_err = bpf_err_;
-	if (out)
-		*out = p;
-	return 0;
+	out->sockets += p.sockets;
+	out->below += p.below;
+	out->restored += p.restored;
+	out->errors += p.errors;
+	out->removed += p.removed;
+	out->reused += p.reused;
+	out->worst_depth = std::max(out->worst_depth, p.worst_depth);
+	out->diag = p.diag;
+	out->duration_ns = p.duration_ns;
 }
 
 void floor_guard::before_fork()
@@ -792,6 +941,16 @@ void floor_guard::after_fork_child()
 	diag_reopen_ = true;
 	bpf_.after_fork();
 	bpf_claimed_seq_ = 0;
+	// The parent's programs, ring and eventfd: the child's copy of the
+	// guard polls (a child's stop() must not wake the parent's thread).
+	ev_.after_fork();
+	if (ev_err_ == 0)
+		ev_err_ = -ECHILD;
+	new (&ev_inodes_) std::vector<uint32_t>();
+	new (&ev_index_) std::vector<size_t>();
+	if (wake_fd_ >= 0)
+		::close(wake_fd_);
+	wake_fd_ = -1;
 	sweep_lo_ = sweep_hi_ = 0;
 	new (&thread_) std::thread();
 	stop_word_.store(0, std::memory_order_relaxed);
@@ -805,6 +964,52 @@ void floor_guard::after_fork_child()
 // variable's wait_until also unlocks and relocks its mutex and keeps its
 // own counters (about 20 % more CPU per wakeup on a 2-vCPU VM).  stop()
 // sets the word and wakes it.
+// With events on: one epoll set holds the ring and the stop eventfd;
+// the wait ends on records, on stop, or when the safety net's full pass
+// is due.  A round on records restores the sockets named; the full pass
+// keeps the rule of the polling thread (rest at least as long as it took).
+void floor_guard::run_thread_events(unsigned int net_us)
+{
+	const int64_t net_ns = int64_t(net_us) * 1000;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {};
+	ev.events = EPOLLIN;
+	ev.data.fd = ev_.fd();
+	bool ok = ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0;
+	ev.data.fd = wake_fd_;
+	ok = ok && epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
+	if (!ok) {
+		if (ep >= 0)
+			::close(ep);
+		run_thread(net_us); // never unguarded: the net's interval, polling
+		return;
+	}
+	int64_t next_full = 0;
+	while (stop_word_.load(std::memory_order_acquire) == 0) {
+		const int64_t begin = now_ns();
+		const bool due = begin >= next_full;
+		{
+			std::lock_guard<std::mutex> pass_lock(pass_mu_);
+			run_pass(due, nullptr);
+		}
+		if (due) {
+			const int64_t end = now_ns();
+			next_full = std::max(begin + net_ns, end + (end - begin));
+		}
+		const int64_t left = next_full - now_ns();
+		const int timeout_ms = left <= 0 ? 0 : int((left + 999'999) / 1'000'000);
+		struct epoll_event got[2];
+		const int r = epoll_wait(ep, got, 2, timeout_ms);
+		for (int k = 0; k < r; k++)
+			if (got[k].data.fd == wake_fd_) {
+				uint64_t v;
+				ssize_t rd = ::read(wake_fd_, &v, sizeof(v));
+				(void)rd; // the stop word says why
+			}
+	}
+	::close(ep);
+}
+
 void floor_guard::run_thread(unsigned int interval_us)
 {
 	const int64_t interval_ns = int64_t(interval_us) * 1000;
@@ -838,9 +1043,18 @@ int floor_guard::start(unsigned int interval_us)
 	if (thread_.joinable() || interval_us_)
 		return -EALREADY;
 	stop_word_.store(0, std::memory_order_release);
-	interval_us_ = interval_us;
+	bool events = events_on();
+	if (events && wake_fd_ < 0) {
+		wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		events = wake_fd_ >= 0; // no eventfd: poll at @interval_us
+	}
+	const unsigned int net_us = net_interval_us_;
+	interval_us_ = events ? net_us : interval_us;
 	try {
-		thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
+		if (events)
+			thread_ = std::thread([this, net_us] { run_thread_events(net_us); });
+		else
+			thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
 	} catch (const std::system_error &) {
 		interval_us_ = 0;
 		return -EAGAIN;
@@ -860,6 +1074,11 @@ int floor_guard::stop()
 	}
 	syscall(SYS_futex, &stop_word_, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, nullptr, nullptr,
 		0);
+	if (wake_fd_ >= 0) {
+		const uint64_t one = 1;
+		ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+		(void)w; // EAGAIN: a wakeup is pending already
+	}
 	t.join();
 	std::lock_guard<std::mutex> lock(run_mu_);
 	interval_us_ = 0;
@@ -873,6 +1092,11 @@ int floor_guard::timerfd(unsigned int interval_us)
 	std::lock_guard<std::mutex> run_lock(run_mu_);
 	if (thread_.joinable() || interval_us_)
 		return -EALREADY;
+	// With events on the timer is the safety net's, and the caller gets
+	// an epoll fd holding it and the ring.
+	const bool events = events_on();
+	if (events)
+		interval_us = net_interval_us_;
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -885,13 +1109,31 @@ int floor_guard::timerfd(unsigned int interval_us)
 		::close(fd);
 		return err;
 	}
+	int ep = -1;
+	if (events) {
+		ep = epoll_create1(EPOLL_CLOEXEC);
+		struct epoll_event ev = {};
+		ev.events = EPOLLIN;
+		ev.data.fd = fd;
+		bool ok = ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+		ev.data.fd = ev_.fd();
+		ok = ok && epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0;
+		if (!ok) {
+			const int err = errno > 0 ? -errno : -ENOMEM;
+			if (ep >= 0)
+				::close(ep);
+			::close(fd);
+			return err;
+		}
+	}
 	interval_us_ = interval_us;
 	std::lock_guard<std::mutex> lock(mu_);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_); // a forked child's copy of its parent's timer
 	timer_fd_ = fd;
+	epoll_fd_ = ep;
 	timer_owner_ = getpid();
-	return fd;
+	return ep >= 0 ? ep : fd;
 }
 
 void floor_guard::stats(struct sockbuf_guard_totals *out)
@@ -907,5 +1149,36 @@ void floor_guard::stats(struct sockbuf_guard_totals *out)
 	if (!(flags_ & SOCKBUF_GUARD_BPF) && out->bpf_err == 0)
 		out->bpf_err = -EPERM; // not asked for
 }
+
+void floor_guard::event_stats(struct sockbuf_guard_event_totals *out)
+{
+	unsigned int net;
+	{
+		std::lock_guard<std::mutex> run_lock(run_mu_);
+		net = net_interval_us_;
+	}
+	std::lock_guard<std::mutex> lock(mu_);
+	*out = ev_stats_;
+	out->err = ev_err_;
+	out->attached = ev_.attached();
+	out->net_interval_us = net;
+}
+
+int floor_guard::set_net_interval(unsigned int interval_us)
+{
+	if (!interval_ok(interval_us))
+		return -EINVAL;
+	std::lock_guard<std::mutex> run_lock(run_mu_);
+	net_interval_us_ = interval_us;
+	return 0;
+}
+
+#ifdef SOCKBUF_TEST_SEAM
+void floor_guard::lose_records_for_test(uint64_t n)
+{
+	std::lock_guard<std::mutex> lock(pass_mu_);
+	ev_.add_lost(n);
+}
+#endif
 
 } // namespace sockbuf::guard

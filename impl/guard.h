@@ -34,6 +34,7 @@
 #include "buffer.h"
 #include "diag.h"
 #include "guard_entries.h"
+#include "guard_events.h"
 #include "uring.h"
 
 #include <sockbuf/sockbuf.h>
@@ -63,6 +64,9 @@ int check_flags(unsigned int flags);
 // where it is available, falling back as usual where it is not; -1 gives
 // the normal choice back.
 void force_source(int source);
+// As if guard @id's ring buffer had had no room for @n records
+// (api_guard.cc).  0 or -EBADF.
+int lose_records_for_test(int id, uint64_t n);
 #endif
 
 class floor_guard
@@ -80,6 +84,12 @@ public:
 	int stop();
 	int timerfd(unsigned int interval_us);
 	void stats(struct sockbuf_guard_totals *out);
+	void event_stats(struct sockbuf_guard_event_totals *out);
+	int set_net_interval(unsigned int interval_us);
+#ifdef SOCKBUF_TEST_SEAM
+	// As if the ring buffer had had no room for @n records.
+	void lose_records_for_test(uint64_t n);
+#endif
 
 	// pthread_atfork, for every guard (api_guard.cc): before fork() the
 	// set's locks are taken (briefly held by anyone), after it they are
@@ -124,6 +134,14 @@ private:
 	void index_add(size_t i);
 	void index_drop(size_t i);
 	void run_thread(unsigned int interval_us);
+	void run_thread_events(unsigned int net_us);
+	int run_pass(bool full, struct sockbuf_guard_report *out);  // caller holds pass_mu_
+	void full_pass(pid_t self, struct sockbuf_guard_report *p); // caller holds pass_mu_
+	bool events_round(struct sockbuf_guard_report *p);	    // true: records were lost
+	bool events_on() const
+	{
+		return ev_err_ == 0 && ev_.is_open();
+	}
 	void reserve_at_add(int fd, const struct sockbuf_floor &floor);
 	void count_reservation(const struct sockbuf_report &rep);
 
@@ -164,6 +182,19 @@ private:
 	// used while it works.)
 	int64_t source_ns_[4] = {0, 0, 0, 0};
 	uint64_t passes_ = 0;
+
+	// The event source (SOCKBUF_GUARD_EVENTS): loaded by the
+	// constructor; its map of guarded sockets follows the set (add(),
+	// remove(), compact(), under mu_); its ring is read under pass_mu_.
+	bpf::event_source ev_;
+	int ev_err_ = -EPERM; // 0: events drive the guard
+	uint64_t ev_lost_seen_ = 0;
+	std::vector<uint32_t> ev_inodes_;
+	std::vector<size_t> ev_index_;
+	unsigned int net_interval_us_ = 1'000'000;
+	int wake_fd_ = -1;  // eventfd: stop() wakes the events thread
+	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring
+	struct sockbuf_guard_event_totals ev_stats_ = {}; // under mu_
 
 	std::mutex mu_; // the set and the totals; held briefly (see above)
 	entry_store entries_;

@@ -506,7 +506,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * every buffer found below its floor back to it, unlocked where the kernel
  * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
  * "restored within one interval plus one pass", not "never below": for that, lock the buffer or
- * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.
+ * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.  With
+ * SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
+ * functions they watch is restored on the record it posts, without waiting for a pass;
+ * passes remain the safety net for the others.
  *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed
@@ -540,6 +543,20 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * missing the guard uses its other sources and says why in
  * sockbuf_guard_totals.bpf_err. */
 #define SOCKBUF_GUARD_BPF (1u << 5)
+/* Wake on the kernel's cuts instead of polling for them: BPF programs on
+ * the exit of __sk_mem_raise_allocated() (memory pressure, memcg limits)
+ * and of tcp_check_space() or __tcp_check_space() (the send buffer's
+ * reserve rule and growth) post each guarded socket found below its floor
+ * to a ring buffer; the guard wakes on it and restores the sockets named,
+ * through the same restore and identity check as a pass.  Passes become a
+ * safety net for cuts made elsewhere (setsockopt, allocation failures):
+ * every 1 s by default (sockbuf_guard_set_net_interval()), whatever the
+ * interval given to sockbuf_guard_start() or sockbuf_guard_timerfd(),
+ * which stays the polling interval where events are unavailable.  Needs
+ * CAP_BPF and CAP_PERFMON (or root), BTF, fexit and the BPF ring buffer
+ * (Linux 5.8) and a library built with libbpf; where any is missing the
+ * guard polls as without the flag and sockbuf_guard_events() says why. */
+#define SOCKBUF_GUARD_EVENTS (1u << 6)
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
  * sockbuf_guard_totals.source. */
@@ -587,6 +604,10 @@ struct sockbuf_guard_report {
 /**
  * struct sockbuf_guard_totals - totals since sockbuf_guard_new().
  * @passes, @below, @restored, @errors, @removed: sums over all passes.
+ *                  With SOCKBUF_GUARD_EVENTS @passes counts full passes
+ *                  only; the rounds on records are counted in
+ *                  sockbuf_guard_event_totals, and what they find and do
+ *                  in @below, @restored, @errors and @removed too.
  * @sockets:        registered now.
  * @worst_depth:    the largest floor - size ever seen.
  * @max_pass_ns:    the longest pass.
@@ -772,6 +793,13 @@ SOCKBUF_API int sockbuf_guard_remove(int guard, int fd);
  * identity check.  If the guard has a timer
  * (sockbuf_guard_timerfd()), the pass also consumes its expirations.
  *
+ * With events on (SOCKBUF_GUARD_EVENTS) a pass first reads the ring
+ * buffer and checks and restores the sockets its records name (the same
+ * restore, identity check first), then makes the full pass above, unless
+ * the guard has an events timer (sockbuf_guard_timerfd()) that has not
+ * fired and no record was lost: then only the sockets named are looked
+ * at.
+ *
  * Return: 0, or -EBADF (bad guard), -ECHILD (a forked child, without
  * SOCKBUF_GUARD_RUN_IN_CHILD).  Failures on single sockets are counted in
  * @out, not returned.
@@ -808,6 +836,13 @@ SOCKBUF_API int sockbuf_guard_stop(int guard);
  * is readable call sockbuf_guard_pass(), which reads it.  The guard owns
  * the fd: do not close it; sockbuf_guard_destroy() does.
  *
+ * With events on (SOCKBUF_GUARD_EVENTS, sockbuf_guard_event_stats().err
+ * 0) the fd returned is an epoll fd that holds the timer (at the safety
+ * net's interval) and the ring buffer: it is readable when the timer
+ * fired or records wait.  sockbuf_guard_pass() then restores the sockets
+ * the records name, and makes a full pass only when the timer fired or
+ * records were lost.
+ *
  * Return: the timerfd, or -EBADF, -EINVAL, -EALREADY as for start, or the
  * -errno of timerfd_create()/timerfd_settime().
  */
@@ -819,6 +854,76 @@ SOCKBUF_API int sockbuf_guard_timerfd(int guard, unsigned int interval_us);
  * Return: 0, or -EBADF, -EINVAL (@out NULL).
  */
 SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out);
+
+/* The kernel functions the event source is attached to
+ * (sockbuf_guard_event_totals.attached). */
+#define SOCKBUF_GUARD_EV_MEM_RAISE (1u << 0)	      /* __sk_mem_raise_allocated */
+#define SOCKBUF_GUARD_EV_CHECK_SPACE (1u << 1)	      /* tcp_check_space */
+#define SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE (1u << 2) /* __tcp_check_space */
+
+/**
+ * struct sockbuf_guard_event_totals - the event source, since
+ * sockbuf_guard_new() (SOCKBUF_GUARD_EVENTS).
+ * @err:            0 while events drive the guard; otherwise why it polls
+ *                  instead: -EPERM (no CAP_BPF/CAP_PERFMON, or bpf()
+ *                  refused; also without the flag), -ENOENT (no BTF, or
+ *                  none of the kernel functions), -EINVAL (the verifier
+ *                  refused the programs, no fexit or ring buffer: before
+ *                  5.8), -EOPNOTSUPP (library built without libbpf),
+ *                  -ECHILD (a forked child's copy of the guard: the
+ *                  parent's programs are not its own), -ENOMEM.
+ * @attached:       SOCKBUF_GUARD_EV_* bits: the functions watched.
+ * @net_interval_us: the safety-net passes' interval while events are on.
+ * @records:        records read: sockets the kernel left below a floor.
+ * @lost:           records the ring buffer had no room for; each loss is
+ *                  followed by a full pass.
+ * @rounds:         wakeups on records (each restores the sockets named).
+ * @restored_events: directions restored because a record named them.
+ * @restored_passes: directions restored by full passes (the safety net,
+ *                  or every pass when events are off).
+ * @dropped:        records whose socket had left the guard, or whose fd
+ *                  no longer named it (the identity check): not written.
+ * @watch_err:      sockets the event map could not take (-errno of the
+ *                  last; they are still guarded by passes).
+ */
+struct sockbuf_guard_event_totals {
+	int err;
+	unsigned int attached;
+	unsigned int net_interval_us;
+	int watch_err;
+	uint64_t records;
+	uint64_t lost;
+	uint64_t rounds;
+	uint64_t restored_events;
+	uint64_t restored_passes;
+	uint64_t dropped;
+	uint64_t reserved[6];
+};
+
+/**
+ * sockbuf_guard_event_stats() - what the event source did.
+ * @guard: the guard.
+ * @out:   filled; err is -EPERM for a guard made without
+ *         SOCKBUF_GUARD_EVENTS.
+ *
+ * A separate call rather than more fields in sockbuf_guard_totals, which
+ * has one reserved word left.
+ *
+ * Return: 0, or -EBADF, -EINVAL (@out NULL).
+ */
+SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_totals *out);
+
+/**
+ * sockbuf_guard_set_net_interval() - the safety net's interval.
+ * @guard:       the guard.
+ * @interval_us: between full passes while events drive the guard
+ *               (SOCKBUF_GUARD_EVENTS), 100 to 60,000,000; 1,000,000 by
+ *               default.  Takes effect at the next sockbuf_guard_start()
+ *               or sockbuf_guard_timerfd().
+ *
+ * Return: 0, or -EBADF, -EINVAL (out of range).
+ */
+SOCKBUF_API int sockbuf_guard_set_net_interval(int guard, unsigned int interval_us);
 
 /* ------------------------------------------------------------------------
  * Names, for logs and reports.

@@ -167,6 +167,7 @@ public:
 		run_in_child = SOCKBUF_GUARD_RUN_IN_CHILD,
 		no_uring = SOCKBUF_GUARD_NO_URING,
 		bpf = SOCKBUF_GUARD_BPF,
+		events = SOCKBUF_GUARD_EVENTS,
 	};
 
 	static result<guard> make(flags f = flags::none)
@@ -226,6 +227,21 @@ public:
 		if (ret < 0)
 			return make_error(ret);
 		return t;
+	}
+
+	// flags::events: what the event source did, or why it is off (err).
+	result<sockbuf_guard_event_totals> event_stats() const
+	{
+		sockbuf_guard_event_totals t{};
+		int ret = sockbuf_guard_event_stats(id_, &t);
+		if (ret < 0)
+			return make_error(ret);
+		return t;
+	}
+	// flags::events: the safety net's interval (1 s by default).
+	std::error_code set_net_interval(std::chrono::microseconds interval)
+	{
+		return ec(sockbuf_guard_set_net_interval(id_, interval_us(interval)));
 	}
 
 private:

@@ -2,7 +2,8 @@
 /* The few kernel structures the guard's BPF programs read, declared with
  * only the fields they use and relocated against the running kernel's BTF
  * (CO-RE, preserve_access_index): no vmlinux.h to generate at build time.
- * Used by impl/bpf/guard_pass.bpf.c and bench/lab/bpf_iter/guard_iter.bpf.c. */
+ * Used by impl/bpf/guard_pass.bpf.c, impl/bpf/guard_events.bpf.c and
+ * bench/lab/bpf_iter/guard_iter.bpf.c. */
 #pragma once
 
 #include <linux/types.h>
@@ -24,13 +25,17 @@ struct file {
 	struct inode *f_inode;
 } __attribute__((preserve_access_index));
 
+struct socket;
+
 struct sock {
 	int sk_sndbuf;
 	int sk_rcvbuf;
+	struct socket *sk_socket;
 } __attribute__((preserve_access_index));
 
 struct socket {
 	struct sock *sk;
+	struct file *file;
 } __attribute__((preserve_access_index));
 
 struct bpf_iter__task_file {

@@ -9,8 +9,10 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace sockbuf::cli
 {
@@ -117,6 +119,48 @@ void print_reserve(const sockbuf_probe_info &p, const cgroup::facts &cg)
 		fmt::print("{}", text::wrap(a.fix, "  to use it: ", "    "));
 }
 
+// What a floor guard of this process gets with SOCKBUF_GUARD_EVENTS: the
+// programs loaded (and on which functions), or why it polls.  Made and
+// destroyed here: loading them is the only sure test.
+struct guard_events {
+	int err = -ENOENT;
+	std::string attached;
+};
+
+guard_events probe_guard_events()
+{
+	guard_events ev;
+	const int g = sockbuf_guard_new(SOCKBUF_GUARD_EVENTS);
+	if (g < 0) {
+		ev.err = g;
+		return ev;
+	}
+	struct sockbuf_guard_event_totals t;
+	if (sockbuf_guard_event_stats(g, &t) == 0) {
+		ev.err = t.err;
+		const std::pair<unsigned int, const char *> names[] = {
+		    {SOCKBUF_GUARD_EV_MEM_RAISE, "__sk_mem_raise_allocated"},
+		    {SOCKBUF_GUARD_EV_CHECK_SPACE, "tcp_check_space"},
+		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"}};
+		for (const auto &[bit, name] : names)
+			if (t.attached & bit)
+				ev.attached +=
+				    (ev.attached.empty() ? "" : ", ") + std::string(name);
+	}
+	sockbuf_guard_destroy(g);
+	return ev;
+}
+
+void print_guard_events(const guard_events &ev)
+{
+	if (ev.err == 0)
+		fmt::print("\nfloor guard events for this process: yes (fexit on {})\n",
+			   ev.attached);
+	else
+		fmt::print("\nfloor guard events for this process: no, the guard polls ({})\n",
+			   std::strerror(-ev.err));
+}
+
 void print_json(const sockbuf_probe_info &p, const cgroup::facts &cg)
 {
 	nlohmann::ordered_json j;
@@ -142,6 +186,10 @@ void print_json(const sockbuf_probe_info &p, const cgroup::facts &cg)
 	j["min_sndbuf"] = p.min_sndbuf;
 	j["min_rcvbuf"] = p.min_rcvbuf;
 	j["tcp_socket_defaults"] = {{"sndbuf", p.tcp_sndbuf}, {"rcvbuf", p.tcp_rcvbuf}};
+	const guard_events ev = probe_guard_events();
+	j["guard_events"] = {{"usable", ev.err == 0},
+			     {"error", ev.err == 0 ? "" : std::strerror(-ev.err)},
+			     {"attached", ev.attached}};
 	fmt::print("{}\n", j.dump(2));
 }
 
@@ -171,6 +219,7 @@ void print_table(const sockbuf_probe_info &p, const cgroup::facts &cg)
 			      : "no unlocked mechanism: fallback flag needed";
 	fmt::print("\n{}", text::wrap(how, "set_initial_bufsize will use: ", "  "));
 	print_reserve(p, cg);
+	print_guard_events(probe_guard_events());
 }
 
 } // namespace

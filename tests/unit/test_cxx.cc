@@ -116,4 +116,24 @@ TEST(Cxx, GuardFlagsReachTheGuard)
 	EXPECT_EQ(plain->stats()->bpf_err, -EPERM);
 }
 
+// flags::events reaches the guard: loaded (err 0, functions attached) or
+// refused with a reason; a guard without it reports -EPERM.
+TEST(Cxx, GuardEventsFlagReachesTheGuard)
+{
+	auto g = sockbuf::guard::make(sockbuf::guard::flags::events);
+	ASSERT_TRUE(g) << g.error().message();
+	EXPECT_FALSE(g->set_net_interval(std::chrono::seconds(2)));
+	EXPECT_TRUE(g->set_net_interval(std::chrono::microseconds(0)));
+	auto t = g->event_stats();
+	ASSERT_TRUE(t);
+	EXPECT_EQ(t->net_interval_us, 2'000'000u);
+	if (t->err == 0)
+		EXPECT_NE(t->attached, 0u);
+	else
+		EXPECT_EQ(t->attached, 0u);
+	auto plain = sockbuf::guard::make();
+	ASSERT_TRUE(plain);
+	EXPECT_EQ(plain->event_stats()->err, -EPERM);
+}
+
 } // namespace

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+#include "guard_events.h"
+
+#include <cerrno>
+#include <unistd.h>
+
+#ifdef SOCKBUF_HAVE_BPF
+#include "guard_events_bpf_object.h" // generated: the compiled bpf/guard_events.bpf.c
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <cstdarg>
+#include <new>
+#include <sys/mman.h>
+#endif
+
+namespace sockbuf::bpf
+{
+
+#ifdef SOCKBUF_HAVE_BPF
+
+namespace
+{
+
+int print_nothing(enum libbpf_print_level, const char *, va_list)
+{
+	return 0;
+}
+
+// libbpf's printer is global: quiet only while loading (a refused load
+// must not write into the host program's stderr).
+class quiet_libbpf
+{
+public:
+	quiet_libbpf() : old_(libbpf_set_print(print_nothing)) {}
+	~quiet_libbpf() { libbpf_set_print(old_); }
+	quiet_libbpf(const quiet_libbpf &) = delete;
+	quiet_libbpf &operator=(const quiet_libbpf &) = delete;
+
+private:
+	libbpf_print_fn_t old_;
+};
+
+int errno_or(int fallback)
+{
+	return errno > 0 ? -errno : fallback;
+}
+
+size_t bss_len()
+{
+	return size_t(sysconf(_SC_PAGESIZE));
+}
+
+// .bss of bpf/guard_events.bpf.c, in order; mapped here (libbpf makes
+// global data BPF_F_MMAPABLE, 5.5, but maps the kernel's copy only for
+// skeletons): read and raised in place, never by a map update that would
+// race the programs' counters.
+struct counters {
+	uint64_t ring_lost;
+	uint64_t posted;
+	int32_t max_snd, max_rcv;
+};
+
+} // namespace
+
+struct event_source::state {
+	bpf_object *obj = nullptr;
+	bpf_link *links[2] = {nullptr, nullptr};
+	ring_buffer *rb = nullptr;
+	int map_fd = -1, bss_fd = -1;
+	counters *bss = nullptr;		       // libbpf's mapping of .bss
+	int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // for after_fork()
+};
+
+event_source::~event_source()
+{
+	close();
+}
+
+int event_source::on_record(void *ctx, void *data, size_t len)
+{
+	auto *self = static_cast<event_source *>(ctx);
+	if (len >= sizeof(uint32_t) && self->sink_) {
+		uint32_t ino;
+		__builtin_memcpy(&ino, data, sizeof(ino));
+		try {
+			self->sink_->push_back(ino);
+		} catch (...) {
+			return -ENOMEM; // stops this drain; the rest wait for the next
+		}
+	}
+	return 0;
+}
+
+int event_source::open()
+{
+	if (st_)
+		return 0;
+	quiet_libbpf quiet;
+	// Which of the functions this kernel has: __tcp_check_space (7.x)
+	// is preferred to tcp_check_space (before it, global; later an inline
+	// wrapper).
+	errno = 0;
+	btf *vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return errno_or(-ENOENT);
+	const bool has_raise =
+	    btf__find_by_name_kind(vmlinux, "__sk_mem_raise_allocated", BTF_KIND_FUNC) > 0;
+	const char *check = nullptr;
+	if (btf__find_by_name_kind(vmlinux, "__tcp_check_space", BTF_KIND_FUNC) > 0)
+		check = "__tcp_check_space";
+	else if (btf__find_by_name_kind(vmlinux, "tcp_check_space", BTF_KIND_FUNC) > 0)
+		check = "tcp_check_space";
+	btf__free(vmlinux);
+	if (!has_raise && !check)
+		return -ENOENT;
+
+	st_ = new (std::nothrow) state;
+	if (!st_)
+		return -ENOMEM;
+	errno = 0;
+	st_->obj =
+	    bpf_object__open_mem(guard_events_bpf_object, sizeof(guard_events_bpf_object), nullptr);
+	if (!st_->obj) {
+		const int err = errno_or(-EINVAL);
+		close();
+		return err;
+	}
+	bpf_program *raise = bpf_object__find_program_by_name(st_->obj, "on_mem_raise");
+	bpf_program *space = bpf_object__find_program_by_name(st_->obj, "on_check_space");
+	bpf_map *map = bpf_object__find_map_by_name(st_->obj, "guarded");
+	bpf_map *ring = bpf_object__find_map_by_name(st_->obj, "ring");
+	bpf_map *bss = bpf_object__find_map_by_name(st_->obj, ".bss");
+	int err = (!raise || !space || !map || !ring || !bss) ? -ENOENT : 0;
+	if (err == 0 && !has_raise)
+		err = bpf_program__set_autoload(raise, false);
+	if (err == 0 && !check)
+		err = bpf_program__set_autoload(space, false);
+	else if (err == 0)
+		err = bpf_program__set_attach_target(space, 0, check);
+	errno = 0;
+	if (err == 0 && bpf_object__load(st_->obj) != 0)
+		err = errno_or(-EINVAL);
+	if (err == 0 && bpf_map__value_size(bss) != sizeof(counters))
+		err = -ENOENT;
+	if (err == 0) {
+		void *m = mmap(nullptr, bss_len(), PROT_READ | PROT_WRITE, MAP_SHARED,
+			       bpf_map__fd(bss), 0);
+		if (m == MAP_FAILED) {
+			err = errno_or(-EINVAL); // not mmapable: before 5.5
+		} else {
+			st_->bss = static_cast<counters *>(m); // close() unmaps it
+			// Not inherited: a forked child never writes here.
+			if (madvise(m, bss_len(), MADV_DONTFORK) != 0)
+				err = errno_or(-EINVAL);
+		}
+	}
+	bpf_program *progs[2] = {raise, space};
+	const bool wanted[2] = {has_raise, check != nullptr};
+	for (int k = 0; k < 2 && err == 0; k++) {
+		if (!wanted[k])
+			continue;
+		errno = 0;
+		st_->links[k] = bpf_program__attach_trace(progs[k]);
+		if (!st_->links[k])
+			err = errno_or(-EINVAL);
+	}
+	if (err == 0) {
+		errno = 0;
+		st_->rb = ring_buffer__new(bpf_map__fd(ring), on_record, this, nullptr);
+		if (!st_->rb)
+			err = errno_or(-ENOMEM);
+	}
+	if (err < 0) {
+		close();
+		return err;
+	}
+	st_->map_fd = bpf_map__fd(map);
+	st_->bss_fd = bpf_map__fd(bss);
+	int *f = st_->fds;
+	*f++ = st_->map_fd;
+	*f++ = st_->bss_fd;
+	*f++ = bpf_map__fd(ring);
+	*f++ = ring_buffer__epoll_fd(st_->rb);
+	for (int k = 0; k < 2; k++)
+		if (st_->links[k]) {
+			*f++ = bpf_program__fd(progs[k]);
+			*f++ = bpf_link__fd(st_->links[k]);
+		}
+	attached_ = (has_raise ? ev_mem_raise : 0u) |
+		    (check ? (check[0] == '_' ? ev_dunder_check_space : ev_check_space) : 0u);
+	return 0;
+}
+
+int event_source::fd() const
+{
+	return st_ ? ring_buffer__epoll_fd(st_->rb) : -1;
+}
+
+int event_source::watch(uint32_t ino, int snd, int rcv)
+{
+	if (!st_)
+		return -EBADF;
+	const watched w = {snd, rcv, 0};
+	// Raised before the socket is in the map: the programs' early exit
+	// never skips a socket the map holds.
+	auto raise = [](int32_t *max, int v) {
+		if (v > __atomic_load_n(max, __ATOMIC_RELAXED))
+			__atomic_store_n(max, v, __ATOMIC_RELEASE);
+	};
+	raise(&st_->bss->max_snd, snd);
+	raise(&st_->bss->max_rcv, rcv);
+	errno = 0;
+	return bpf_map_update_elem(st_->map_fd, &ino, &w, BPF_ANY) == 0 ? 0 : errno_or(-EIO);
+}
+
+void event_source::unwatch(uint32_t ino)
+{
+	if (st_)
+		bpf_map_delete_elem(st_->map_fd, &ino); // ENOENT: never watched
+}
+
+int event_source::drain(std::vector<uint32_t> *out)
+{
+	if (!st_)
+		return -EBADF;
+	const size_t before = out->size();
+	sink_ = out;
+	const int ret = ring_buffer__consume(st_->rb);
+	sink_ = nullptr;
+	if (ret < 0 && out->size() == before)
+		return ret;
+	return int(out->size() - before);
+}
+
+uint64_t event_source::lost() const
+{
+	if (!st_)
+		return 0;
+	return __atomic_load_n(&st_->bss->ring_lost, __ATOMIC_RELAXED);
+}
+
+#ifdef SOCKBUF_TEST_SEAM
+void event_source::add_lost(uint64_t n)
+{
+	if (st_)
+		__atomic_fetch_add(&st_->bss->ring_lost, n, __ATOMIC_RELAXED);
+}
+#endif
+
+void event_source::close()
+{
+	if (st_) {
+		if (st_->bss)
+			munmap(st_->bss, bss_len());
+		ring_buffer__free(st_->rb);
+		for (bpf_link *l : st_->links)
+			bpf_link__destroy(l);
+		bpf_object__close(st_->obj);
+		delete st_;
+		st_ = nullptr;
+	}
+	attached_ = 0;
+}
+
+void event_source::after_fork()
+{
+	if (st_)
+		for (int f : st_->fds)
+			if (f >= 0)
+				::close(f);
+	st_ = nullptr; // the parent's, as fork() caught it: not freed
+	attached_ = 0;
+	sink_ = nullptr;
+}
+
+#else // built without libbpf
+
+struct event_source::state {
+};
+
+event_source::~event_source() = default;
+int event_source::on_record(void *, void *, size_t)
+{
+	return 0;
+}
+int event_source::open()
+{
+	return -EOPNOTSUPP;
+}
+int event_source::fd() const
+{
+	return -1;
+}
+int event_source::watch(uint32_t, int, int)
+{
+	return -EBADF;
+}
+void event_source::unwatch(uint32_t) {}
+int event_source::drain(std::vector<uint32_t> *)
+{
+	return -EBADF;
+}
+uint64_t event_source::lost() const
+{
+	return 0;
+}
+#ifdef SOCKBUF_TEST_SEAM
+void event_source::add_lost(uint64_t) {}
+#endif
+void event_source::close() {}
+void event_source::after_fork() {}
+
+#endif
+
+} // namespace sockbuf::bpf

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The floor guard's event source (SOCKBUF_GUARD_EVENTS,
+// bpf/guard_events.bpf.c): fexit programs on the kernel functions that
+// cut a TCP send buffer post the inode of each guarded socket found below
+// its floor to a ring buffer, one record per socket until the guard has
+// looked at it (clear()).  The guard wakes on fd() and restores only the
+// sockets named, through its usual restore path and identity check.
+//
+// Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
+// CAP_PERFMON (or root), a kernel with BTF, fexit trampolines and the BPF
+// ring buffer (5.8).  Belongs to one process: after_fork() in a child
+// forgets it (the child polls).  Not thread-safe: the guard serialises
+// calls (watch()/unwatch() under its set lock, drain() and clear() under
+// its pass lock; libbpf's map calls are plain syscalls on fds that stay
+// open until close()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sockbuf::bpf
+{
+
+// bpf/guard_events.bpf.c: struct watched, the same layout.
+struct watched {
+	int32_t snd, rcv; // the floor; 0: that direction not guarded
+	uint32_t pending; // 1: a record was posted, the guard has not looked
+};
+static_assert(sizeof(watched) == 12);
+
+// Which kernel functions the programs are attached to (attached()).
+enum : unsigned int {
+	ev_mem_raise = 1u << 0,		 // __sk_mem_raise_allocated
+	ev_check_space = 1u << 1,	 // tcp_check_space (before 7.x)
+	ev_dunder_check_space = 1u << 2, // __tcp_check_space
+};
+
+class event_source
+{
+public:
+	event_source() = default;
+	~event_source();
+	event_source(const event_source &) = delete;
+	event_source &operator=(const event_source &) = delete;
+
+	// Loads and attaches the programs.  0, or why not: -EOPNOTSUPP
+	// (built without libbpf), -EPERM (no CAP_BPF/CAP_PERFMON), -ENOENT
+	// (no BTF, or none of the functions), -EINVAL (verifier refusal, no
+	// fexit or ring buffer: before 5.8), -ENOMEM.
+	int open();
+	bool is_open() const { return st_ != nullptr; }
+
+	// Readable (EPOLLIN) while records wait: an epoll fd holding the
+	// ring buffer's.
+	int fd() const;
+	unsigned int attached() const { return attached_; }
+
+	// The socket of inode @ino is guarded with floor @snd/@rcv, no
+	// record pending.  0 or -errno (-E2BIG: the map is full).
+	int watch(uint32_t ino, int snd, int rcv);
+	// Clears the pending mark of @ino so that its next cut posts again
+	// (the same as watch() on an inode the map holds).
+	int clear(uint32_t ino, int snd, int rcv) { return watch(ino, snd, rcv); }
+	void unwatch(uint32_t ino);
+
+	// Appends the inodes of the records waiting to @out (never blocks).
+	// The number appended, or -errno.
+	int drain(std::vector<uint32_t> *out);
+
+	// Records the ring had no room for, since open().
+	uint64_t lost() const;
+
+#ifdef SOCKBUF_TEST_SEAM
+	// Adds @n to the lost count, as a full ring would.
+	void add_lost(uint64_t n);
+#endif
+
+	void close();
+	// In a forked child: forgets the parent's programs without freeing
+	// anything (a thread the child lacks may have been using them) and
+	// closes the child's copies of their descriptors.
+	void after_fork();
+
+private:
+	struct state;
+	state *st_ = nullptr;
+	unsigned int attached_ = 0;
+	std::vector<uint32_t> *sink_ = nullptr; // drain()'s, for the callback
+	static int on_record(void *ctx, void *data, size_t len);
+};
+
+} // namespace sockbuf::bpf

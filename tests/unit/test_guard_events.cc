@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: MIT
+// The floor guard's event source (SOCKBUF_GUARD_EVENTS) on this host's
+// kernel: BPF programs on the exit of __sk_mem_raise_allocated() and
+// tcp_check_space() name the guarded sockets they find below a floor, and
+// the guard restores those alone, through its usual restore and identity
+// check.  What each test exercises, honestly: the cuts here are made with
+// setsockopt(SO_SNDBUF) (no global sysctl may change on this machine),
+// which goes through neither function; the record comes from the
+// tcp_check_space() program, which runs on the ACK that the test's own
+// traffic brings back, and finds the buffer below.  The memory-pressure
+// cut inside __sk_mem_raise_allocated() is for the kernel matrix (qemu).
+// Missing BPF, BTF or capabilities is a reported skip; the fallback is
+// tested by dropping the capabilities in a child.
+#include "child.h"
+#include "guard.h"
+#include "guard_util.h"
+#include "util.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <cap-ng.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace sockbuf::test;
+
+namespace
+{
+
+constexpr unsigned int long_net_us = 60'000'000; // no safety-net pass during a test
+
+// "" when a guard of this process gets events; else why not.
+std::string events_missing()
+{
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	struct sockbuf_guard_event_totals t;
+	if (g.id < 0 || sockbuf_guard_event_stats(g.id, &t) != 0)
+		return "the guard itself failed";
+	if (t.err != 0)
+		return std::string("BPF events unavailable: ") + strerror(-t.err);
+	return "";
+}
+
+// A connected pair whose client is guarded at floor_size (send) and then
+// cut below it by setsockopt.
+struct cut_pair {
+	tcp_pair p;
+	bool ok = false;
+	explicit cut_pair(int guard)
+	{
+		const struct sockbuf_floor fl = {floor_size, 0};
+		ok = make_pair(&p) &&
+		     sockbuf_set_initial_bufsize(p.client, floor_size, 0, 0, nullptr) == 0 &&
+		     sockbuf_guard_add(guard, p.client, &fl) == 0;
+	}
+};
+
+// Data from the client, read by the server: the ACKs that come back run
+// tcp_check_space() on the client.  Bounded: 64 KiB.
+void traffic(const tcp_pair &p)
+{
+	char buf[4096] = {};
+	for (int k = 0; k < 16; k++) {
+		ASSERT_EQ(::send(p.client, buf, sizeof(buf), MSG_DONTWAIT), ssize_t(sizeof(buf)));
+		size_t got = 0;
+		while (got < sizeof(buf)) {
+			const ssize_t r = ::recv(p.server, buf, sizeof(buf) - got, 0);
+			ASSERT_GT(r, 0);
+			got += size_t(r);
+		}
+	}
+}
+
+struct events_totals {
+	struct sockbuf_guard_event_totals ev = {};
+	struct sockbuf_guard_totals t = {};
+	explicit events_totals(int g)
+	{
+		EXPECT_EQ(sockbuf_guard_event_stats(g, &ev), 0);
+		EXPECT_EQ(sockbuf_guard_stats(g, &t), 0);
+	}
+};
+
+} // namespace
+
+TEST(GuardEvents, BadInput)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	EXPECT_EQ(sockbuf_guard_event_stats(g.id, nullptr), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_event_stats(-1, nullptr), -EBADF);
+	EXPECT_EQ(sockbuf_guard_set_net_interval(g.id, 99), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_set_net_interval(g.id, 60'000'001), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_set_net_interval(-1, 1'000'000), -EBADF);
+	struct sockbuf_guard_event_totals t;
+	ASSERT_EQ(sockbuf_guard_event_stats(g.id, &t), 0);
+	EXPECT_EQ(t.err, -EPERM); // not asked for
+	EXPECT_EQ(t.attached, 0u);
+	EXPECT_EQ(t.net_interval_us, 1'000'000u);
+}
+
+// Which functions are attached on this kernel, said in the test's output.
+TEST(GuardEvents, AttachesToTheCuttingFunctions)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	struct sockbuf_guard_event_totals t;
+	ASSERT_EQ(sockbuf_guard_event_stats(g.id, &t), 0);
+	EXPECT_EQ(t.err, 0);
+	EXPECT_TRUE(t.attached & SOCKBUF_GUARD_EV_MEM_RAISE);
+	EXPECT_TRUE(t.attached &
+		    (SOCKBUF_GUARD_EV_CHECK_SPACE | SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE));
+	std::printf("attached:%s%s%s\n",
+		    t.attached & SOCKBUF_GUARD_EV_MEM_RAISE ? " __sk_mem_raise_allocated" : "",
+		    t.attached & SOCKBUF_GUARD_EV_CHECK_SPACE ? " tcp_check_space" : "",
+		    t.attached & SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE ? " __tcp_check_space" : "");
+}
+
+// The thread driver: after its first (full) pass the safety net is 60 s
+// away, so a restore within the test's 5 s bound came from the record.
+TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: a restore here locks, another test's matter";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (events_totals(g.id).t.passes < 1 && std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_EQ(events_totals(g.id).t.passes, 1u);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	while (sndbuf(c.p.client) < floor_size && std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	EXPECT_GE(sndbuf(c.p.client), floor_size);
+	events_totals e(g.id);
+	EXPECT_EQ(e.t.passes, 1u); // the first only: the record did it
+	EXPECT_EQ(e.t.interval_us, 0u);
+	EXPECT_GE(e.ev.records, 1u);
+	EXPECT_EQ(e.ev.restored_events, 1u);
+	EXPECT_EQ(e.ev.restored_passes, 0u);
+	EXPECT_EQ(e.ev.lost, 0u);
+}
+
+// The caller's loop: the fd is readable on a record, and the pass it calls
+// looks at the socket named only (not at the other guarded one).
+TEST(GuardEvents, TimerfdIsReadableOnARecordAndPassLooksAtItAlone)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	fd other(tcp());
+	const struct sockbuf_floor fl = {4096, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, other, &fl), 0);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	struct pollfd pfd = {efd, POLLIN, 0};
+	EXPECT_EQ(::poll(&pfd, 1, 0), 0); // nothing cut, the timer 60 s away
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, 1);
+	EXPECT_EQ(rep.below, 1);
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(c.p.client), floor_size);
+	events_totals e(g.id);
+	EXPECT_EQ(e.t.passes, 0u);
+	EXPECT_EQ(e.t.interval_us, long_net_us);
+	EXPECT_EQ(e.ev.restored_events, 1u);
+	EXPECT_EQ(e.ev.rounds, 1u);
+	// One record for the cut, not one per ACK: the socket is restored
+	// and the traffic goes on without another.
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	EXPECT_EQ(::poll(&pfd, 1, 100), 0);
+}
+
+// No flood: a socket left below (restores refused by the seam would be
+// another test; here the guard simply does not run) posts one record,
+// however many ACKs find it below.
+TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	for (int k = 0; k < 4; k++)
+		ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	struct pollfd pfd = {efd, POLLIN, 0};
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.records, 1u);
+	EXPECT_EQ(e.ev.rounds, 1u);
+}
+
+// A record in flight for a socket that is closed, its number reused by
+// another socket below the old floor: the identity check at the write
+// drops the entry, and the new socket is not written.
+TEST(GuardEvents, SocketClosedWhileItsRecordIsInFlightIsDropped)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	struct pollfd pfd = {efd, POLLIN, 0};
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
+	// The record waits; the socket it names goes, another takes its number.
+	const int number = c.p.client;
+	fd newer(tcp());
+	ASSERT_NO_FATAL_FAILURE(push_below(newer));
+	const int before = sndbuf(newer);
+	ASSERT_EQ(::dup2(newer, number), number);
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 0);
+	EXPECT_EQ(rep.removed, 1);
+	EXPECT_EQ(rep.reused, 1);
+	EXPECT_EQ(sndbuf(number), before); // never written through
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.records, 1u);
+	EXPECT_EQ(e.ev.dropped, 1u);
+	EXPECT_EQ(e.t.sockets, 0);
+}
+
+// Lost records (a full ring, through the seam): counted, and the next
+// pass is a full one, which finds the socket no record named.
+TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	fd s(tcp());
+	const struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	ASSERT_GE(sockbuf_guard_timerfd(g.id, 10'000), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(s)); // no traffic: no record
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, 0); // timer not fired, nothing named
+	EXPECT_LT(sndbuf(s), floor_size);
+	ASSERT_EQ(sockbuf::guard::lose_records_for_test(g.id, 3), 0);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, 1);
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(s), floor_size);
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.lost, 3u);
+	EXPECT_EQ(e.t.passes, 1u);
+	EXPECT_EQ(e.ev.restored_passes, 1u);
+}
+
+// No capabilities: the programs cannot load; the guard says why and
+// guards by passes, at the interval given.
+TEST(GuardEvents, RefusedLoadFallsBackToPollingAndSaysWhy)
+{
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		capng_clear(CAPNG_SELECT_BOTH);
+		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
+			_exit(3);
+		guard_id g(SOCKBUF_GUARD_EVENTS);
+		int s = tcp();
+		struct sockbuf_floor fl = {floor_size, 0};
+		if (g.id < 0 || s < 0 ||
+		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
+		    sockbuf_guard_add(g.id, s, &fl) != 0)
+			_exit(4);
+		struct sockbuf_guard_event_totals ev;
+		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || ev.err != -EPERM ||
+		    ev.attached != 0)
+			_exit(5);
+		int small = 8192;
+		::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		struct sockbuf_guard_report rep;
+		if (sockbuf_guard_pass(g.id, &rep) != 0 || rep.restored != 1 ||
+		    sndbuf(s) < floor_size)
+			_exit(6);
+		const int tfd = sockbuf_guard_timerfd(g.id, 10'000);
+		struct sockbuf_guard_totals t;
+		if (tfd < 0 || sockbuf_guard_stats(g.id, &t) != 0 || t.interval_us != 10'000)
+			_exit(7); // polling at the interval given, not the net's
+		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || ev.restored_passes != 1)
+			_exit(8);
+		_exit(0);
+	}
+	expect_child_exited_0(pid, "3: capabilities not dropped, 4: setup, 5: events loaded or "
+				   "not -EPERM, 6: not restored, 7: interval, 8: counts");
+}
+
+namespace
+{
+
+// The cgroup v2 folder this process is in ("" without a unified hierarchy
+// at /sys/fs/cgroup).
+std::string own_cgroup()
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return "";
+	char line[512];
+	std::string dir;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			dir = std::string("/sys/fs/cgroup") + std::string(line + 3);
+			while (!dir.empty() && (dir.back() == '\n' || dir.back() == '/'))
+				dir.pop_back();
+		}
+	fclose(f);
+	return dir;
+}
+
+std::string read_text(const std::string &path)
+{
+	FILE *f = fopen(path.c_str(), "re");
+	if (!f)
+		return "";
+	char buf[4096];
+	const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+bool write_text(const std::string &path, const std::string &v)
+{
+	FILE *f = fopen(path.c_str(), "we");
+	if (!f)
+		return false;
+	const bool ok = fputs(v.c_str(), f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+long long memcg_number(const std::string &dir, const char *file, const char *key = nullptr)
+{
+	const std::string t = read_text(dir + "/" + file);
+	if (!key)
+		return t.empty() ? -1 : atoll(t.c_str());
+	const std::string k = std::string("\n") + key + " ";
+	const size_t at = ("\n" + t).find(k);
+	return at == std::string::npos ? -1 : atoll(t.c_str() + at + k.size() - 1);
+}
+
+} // namespace
+
+// The kernel's own cut: the sender alone in a memory cgroup of the test's
+// own, squeezed to its non-socket memory plus 64 KiB while it sends, so
+// socket charges fail and __sk_mem_raise_allocated() moderates the send
+// buffer (the receiver stays outside the group).  The record comes from
+// whichever watched function sees the buffer below first; the guard's
+// timer is 60 s away, so a restore means a record named the socket.  The
+// kernel may raise the buffer again before the round reads it (seen once
+// in the 6.12 guest: 4 records, each found back above its floor): then
+// nothing is to restore, and the test asks that every direction a round
+// found below was restored, and that at least one record came.
+TEST(GuardEvents, MemcgCutIsRestoredFromARecord)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK";
+	const std::string parent = own_cgroup();
+	if (parent.empty() ||
+	    read_text(parent + "/cgroup.subtree_control").find("memory") == std::string::npos)
+		GTEST_SKIP() << "no memory controller for groups under this process's cgroup ("
+			     << (parent.empty() ? "no cgroup v2" : parent) << ")";
+	const std::string group = parent + "/sockbuf-events-" + std::to_string(getpid());
+	rmdir(group.c_str());
+	ASSERT_EQ(mkdir(group.c_str(), 0755), 0) << strerror(errno);
+	fd l(tcp());
+	struct sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(sa);
+	ASSERT_EQ(::bind(l, (sockaddr *)&sa, sizeof(sa)), 0);
+	ASSERT_EQ(::listen(l, 1), 0);
+	ASSERT_EQ(::getsockname(l, (sockaddr *)&sa, &len), 0);
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		// Out of the OOM killer's reach, every page charged before the
+		// squeeze: a failed socket charge must come back to the socket.
+		write_text("/proc/self/oom_score_adj", "-1000");
+		if (!write_text(group + "/cgroup.procs", std::to_string(getpid())))
+			_exit(3);
+		guard_id g(SOCKBUF_GUARD_EVENTS);
+		int s = tcp();
+		// As high as SO_SNDBUF allows here (425,984 by default): a cut is
+		// to half the queue, and below a higher floor more of them are.
+		const int big = std::min(400 << 10, probe().sndbuf_max);
+		const struct sockbuf_floor fl = {big, 0};
+		if (g.id < 0 || s < 0 || sockbuf_guard_set_net_interval(g.id, long_net_us) != 0 ||
+		    ::connect(s, (sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    sockbuf_set_initial_bufsize(s, big, 0, 0, nullptr) != 0 ||
+		    sockbuf_guard_add(g.id, s, &fl) != 0)
+			_exit(4);
+		const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+		std::vector<char> buf(128 << 10, 'x');
+		if (efd < 0 || mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+			_exit(5);
+		const auto t0 = std::chrono::steady_clock::now();
+		bool squeezed = false;
+		int restored = 0, low = sndbuf(s);
+		for (uint64_t sent = 0; sent < (1ull << 30) && restored == 0;) {
+			const auto t = std::chrono::steady_clock::now() - t0;
+			if (t > std::chrono::seconds(20))
+				break;
+			if (!squeezed && t > std::chrono::milliseconds(200)) {
+				const long long cur = memcg_number(group, "memory.current");
+				const long long sock = memcg_number(group, "memory.stat", "sock");
+				if (cur < 0 || sock < 0 ||
+				    !write_text(group + "/memory.max",
+						std::to_string(cur - sock + (64 << 10))))
+					_exit(6);
+				squeezed = true;
+			}
+			const ssize_t r = ::send(s, buf.data(), buf.size(), MSG_DONTWAIT);
+			if (r > 0)
+				sent += uint64_t(r);
+			else if (errno != EAGAIN && errno != ENOBUFS)
+				_exit(7);
+			low = std::min(low, sndbuf(s));
+			struct pollfd p[2] = {{efd, POLLIN, 0}, {s, POLLOUT, 0}};
+			if (::poll(p, 2, 10) > 0 && (p[0].revents & POLLIN)) {
+				struct sockbuf_guard_report rep;
+				if (sockbuf_guard_pass(g.id, &rep) != 0)
+					_exit(8);
+				restored += rep.restored;
+			}
+		}
+		write_text(group + "/memory.max", "max");
+		struct sockbuf_guard_event_totals ev;
+		struct sockbuf_guard_totals t;
+		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+			_exit(9);
+		std::printf("memcg: floor %d, lowest sndbuf seen %d, records %llu, rounds %llu, "
+			    "below %llu, restored by events %llu, full passes %llu\n",
+			    big, low, (unsigned long long)ev.records, (unsigned long long)ev.rounds,
+			    (unsigned long long)t.below, (unsigned long long)ev.restored_events,
+			    (unsigned long long)t.passes);
+		if (!squeezed)
+			_exit(10);
+		if (ev.records == 0 || ev.rounds == 0)
+			_exit(11); // no cut, or no record for it
+		// A record whose socket the kernel had raised again by the time
+		// the round read it needs no restore; one found below does.
+		if (t.restored != t.below || ev.restored_events != t.restored)
+			_exit(13);
+		if (t.passes != 0)
+			_exit(12);
+		::close(s);
+		_exit(0);
+	}
+	const int c = ::accept(l, nullptr, nullptr);
+	std::thread rx([c] {
+		std::vector<char> b(1 << 16);
+		while (c >= 0 && ::recv(c, b.data(), b.size(), 0) > 0) {
+		}
+	});
+	expect_child_exited_0(
+	    pid, "3: cgroup.procs, 4: setup, 5: timerfd/mlockall, 6: squeeze, "
+		 "7: send, 8: pass, 9: stats, 10: never squeezed, 11: no cut seen "
+		 "or no record within 20 s, 12: a full pass ran, 13: a direction found below "
+		 "was not restored by the round");
+	if (c >= 0)
+		::shutdown(c, SHUT_RDWR);
+	rx.join();
+	if (c >= 0)
+		::close(c);
+	EXPECT_EQ(rmdir(group.c_str()), 0) << strerror(errno);
+}

@@ -80,4 +80,10 @@ if [[ $variant == patched ]]; then
 		TEST_GEN_PROGS_EXTENDED= TEST_FILES= KHDR_INCLUDES="-isystem $out/usr/include" \
 		LDFLAGS=-static INSTALL_PATH="$out/kselftest" install >/dev/null
 	echo "build: kselftest $out/kselftest (run_kselftest.sh -t net:tcp_sndbuf_floor)"
+	# Not part of the series: the project's probe of a forced 16 MB send
+	# buffer at 50/120/250 ms, carried in the same tree for the kmod
+	# guest (tests/kernels/guest/kmod-init.sh runs it when present).
+	mkdir -p "$out/kselftest/sockbuf"
+	gcc -Wall -Wextra -O2 -static -pthread -o "$out/kselftest/sockbuf/sndbuf_hold" \
+		"$KMOD_DIR/kernel/sndbuf_hold.c"
 fi

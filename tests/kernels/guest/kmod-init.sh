@@ -48,9 +48,16 @@ step facts
 } >/tmp/facts.json
 emit facts /tmp/facts.json 0
 
-if [ -f /modules/order ] && [ -s /modules/order ]; then
+# The Debian kernels' sch_netem (and what it needs) first: sndbuf_hold's
+# delay.  The project's module is the one named sockbuf_kmod.
+if [ -f /modules/order ]; then
+	while read -r m; do
+		case $m in *sockbuf_kmod*) ;; *) insmod "/modules/$m" 2>/dev/null ;; esac
+	done </modules/order
+fi
+m=$(grep sockbuf_kmod /modules/order 2>/dev/null | tail -n 1)
+if [ -n "$m" ]; then
 	step kmod
-	m=$(tail -n 1 /modules/order)
 	rc=0
 	if insmod "/modules/$m" 2>/tmp/insmod.err; then
 		verdict=$(cat /sys/module/sockbuf_kmod/parameters/selftest)
@@ -77,6 +84,25 @@ if [ -x /kselftest/run_kselftest.sh ]; then
 	grep -q "^ok 1 selftests: net: $kst" /tmp/ktap.txt && rc=0
 	echo "{\"test\": \"net:$kst\", \"ktap\": $(jlines /tmp/ktap.txt)}" >/tmp/ktap.json
 	emit kselftest-$kst /tmp/ktap.json $rc
+fi
+
+# kmod-proposal/kernel/sndbuf_hold.c (build.sh puts it beside the
+# kselftest): a forced, unlocked 16 MB send buffer over loopback delayed
+# by netem, one JSON line per RTT.
+if [ -x /kselftest/sockbuf/sndbuf_hold ]; then
+	step sndbuf-hold
+	rc=0
+	{
+		printf '{"runs": ['
+		sep=""
+		for rtt in 50 120 250; do
+			line=$(/kselftest/sockbuf/sndbuf_hold $rtt 10 2>&1) || rc=1
+			printf '%s%s' "$sep" "$line"
+			sep=", "
+		done
+		printf ']}'
+	} >/tmp/hold.json
+	emit sndbuf-hold /tmp/hold.json $rc
 fi
 
 echo "@@SBK DONE@@"

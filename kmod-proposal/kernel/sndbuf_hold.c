@@ -5,7 +5,7 @@
  *
  * In a network namespace of its own: loopback (64 KB MTU, so a few dozen
  * segments in flight ask for more than tcp_wmem[2]) delayed by netem,
- * RTT_MS / 2 each way (tc from PATH); tcp_rmem[2] 32 MB there so that the
+ * RTT_MS / 2 each way (iproute2's tc); tcp_rmem[2] 32 MB there so that the
  * receive window does not cap the flight. The sender sets SO_SNDBUFFORCE
  * 8 MB (16 MB stored, above the 4 MB tcp_wmem[2]) then SO_BUF_LOCK 0,
  * before connect(), and writes for SECONDS (default 10, at most 1 GB);
@@ -123,9 +123,10 @@ int main(int argc, char **argv)
 	if (ioctl(lfd, SIOCSIFFLAGS, &ifr))
 		fail("lo up");
 	close(lfd);
+	/* iproute2's tc: busybox has one too, without netem. */
 	snprintf(cmd, sizeof(cmd),
-		 "tc qdisc add dev lo root netem delay %dms limit 100000",
-		 rtt / 2);
+		 "%s qdisc add dev lo root netem delay %dms limit 100000 2>&1",
+		 access("/usr/sbin/tc", X_OK) ? "tc" : "/usr/sbin/tc", rtt / 2);
 	if (rtt > 0 && system(cmd))
 		fail("tc netem");
 	if (write_file("/proc/sys/net/ipv4/tcp_rmem", "4096 131072 33554432"))

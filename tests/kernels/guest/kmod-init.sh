@@ -96,7 +96,7 @@ if [ -x /kselftest/sockbuf/sndbuf_hold ]; then
 		printf '{"runs": ['
 		sep=""
 		for rtt in 50 120 250; do
-			line=$(/kselftest/sockbuf/sndbuf_hold $rtt 10 2>&1) || rc=1
+			line=$(/kselftest/sockbuf/sndbuf_hold $rtt 10 2>/dev/null | tail -n 1) || rc=1
 			printf '%s%s' "$sep" "$line"
 			sep=", "
 		done

@@ -13,7 +13,8 @@ private_apt() {
 	mkdir -p "$root/lists/partial" "$root/cache/archives/partial"
 	echo "deb $SOCKBUF_KMOD_MIRROR $BASE_SUITE main" >"$root/sources.list"
 	APT_OPTS=(-o "Dir::Etc::sourcelist=$root/sources.list" -o Dir::Etc::sourceparts=-
-		-o "Dir::State::Lists=$root/lists" -o "Dir::Cache=$root/cache")
+		-o "Dir::State::Lists=$root/lists" -o "Dir::Cache=$root/cache"
+		-o APT::Sandbox::User=root)
 }
 
 # Makes $BASE_TARBALL (the pinned version of the base's source package)

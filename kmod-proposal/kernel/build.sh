@@ -57,7 +57,8 @@ echo "build: kernel $out/arch/x86/boot/bzImage"
 
 # The C files the series touches, compiled with W=1 (the patched build
 # must add no warning; the log keeps them for comparison with unpatched).
-mapfile -t objs < <(grep -h '^+++ b/.*\.c$' $(series_patches) | sed 's|^+++ b/||; s|\.c$|.o|' |
+mapfile -t patches < <(series_patches)
+mapfile -t objs < <(grep -h '^+++ b/.*\.c$' "${patches[@]}" | sed 's|^+++ b/||; s|\.c$|.o|' |
 	grep -v '^tools/' | sort -u)
 if nice -n 15 make -C "$src" O="$out" -j2 W=1 "${objs[@]}" >"$out/w1.log" 2>&1; then
 	echo "build: W=1 ${objs[*]}: $(grep -c 'warning:' "$out/w1.log") warnings"

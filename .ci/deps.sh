@@ -20,9 +20,10 @@ packages=(
 	libnetfilter-queue-dev python3-matplotlib
 	# Debian packages: checked with lintian, installed into a debootstrap root
 	lintian debootstrap dpkg-dev file
-	# kmod-proposal/check.sh: checkpatch's SPDX check (kmod-proposal
-	# installs its kernel source base, linux-source-6.1, itself)
-	python3-ply
+	# kmod-proposal/check.sh: checkpatch's SPDX check and --codespell
+	# (kmod-proposal fetches its kernel source bases, linux-source-7.2
+	# and linux-source-6.12, itself)
+	python3-ply codespell
 )
 
 missing=()

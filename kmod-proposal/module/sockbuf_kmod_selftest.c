@@ -36,8 +36,10 @@
 #define TRANSFER_DEADLINE_SECONDS 60
 
 static char sockbuf_kmod_result[512] = "not run";
-module_param_string(selftest, sockbuf_kmod_result, sizeof(sockbuf_kmod_result), 0444);
-MODULE_PARM_DESC(selftest, "verdict of the self-test run at load: pass ... or fail: ...");
+module_param_string(selftest, sockbuf_kmod_result,
+		    sizeof(sockbuf_kmod_result), 0444);
+MODULE_PARM_DESC(selftest,
+		 "verdict of the self-test run at load: pass ... or fail: ...");
 
 struct sockbuf_kmod_pair {
 	struct socket *listener;
@@ -95,7 +97,8 @@ static void sockbuf_kmod_release(struct sockbuf_kmod_pair *p)
  * listen()/connect(), connected and accepted.
  */
 static int sockbuf_kmod_connect(struct sockbuf_kmod_pair *p,
-				void (*size_fn)(struct sock *, int, int), int size,
+				void (*size_fn)(struct sock *, int, int),
+				int size,
 				const char **step)
 {
 	struct sockaddr_in addr = {
@@ -105,9 +108,11 @@ static int sockbuf_kmod_connect(struct sockbuf_kmod_pair *p,
 	int err;
 
 	*step = "sock_create_kern";
-	err = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &p->listener);
+	err = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP,
+			       &p->listener);
 	if (!err)
-		err = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &p->client);
+		err = sock_create_kern(&init_net, AF_INET, SOCK_STREAM,
+				       IPPROTO_TCP, &p->client);
 	if (err)
 		return err;
 	size_fn(p->listener->sk, size, size);
@@ -123,7 +128,8 @@ static int sockbuf_kmod_connect(struct sockbuf_kmod_pair *p,
 	if (err < 0)
 		return err;
 	*step = "connect";
-	err = kernel_connect(p->client, (struct sockaddr *)&addr, sizeof(addr), 0);
+	err = kernel_connect(p->client, (struct sockaddr *)&addr,
+			     sizeof(addr), 0);
 	if (err)
 		return err;
 	*step = "accept";
@@ -141,7 +147,10 @@ static int sockbuf_kmod_send_all(void *data)
 	size_t sent = 0;
 
 	while (sent < TRANSFER_BYTES) {
-		struct kvec vec = { .iov_base = s->buf, .iov_len = CHUNK_BYTES };
+		struct kvec vec = {
+			.iov_base = s->buf,
+			.iov_len = CHUNK_BYTES,
+		};
 		struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
 		int n = kernel_sendmsg(s->sock, &msg, &vec, 1, vec.iov_len);
 
@@ -156,7 +165,8 @@ static int sockbuf_kmod_send_all(void *data)
 }
 
 /* TRANSFER_BYTES from client to accepted, bounded in bytes and time. */
-static int sockbuf_kmod_transfer(struct sockbuf_kmod_pair *p, unsigned int *msecs)
+static int sockbuf_kmod_transfer(struct sockbuf_kmod_pair *p,
+				 unsigned int *msecs)
 {
 	unsigned long start = jiffies;
 	unsigned long deadline = start + TRANSFER_DEADLINE_SECONDS * HZ;
@@ -181,7 +191,8 @@ static int sockbuf_kmod_transfer(struct sockbuf_kmod_pair *p, unsigned int *msec
 	while (received < TRANSFER_BYTES && time_before(jiffies, deadline)) {
 		struct kvec vec = { .iov_base = rbuf, .iov_len = CHUNK_BYTES };
 		struct msghdr msg = {};
-		int n = kernel_recvmsg(p->accepted, &msg, &vec, 1, vec.iov_len, 0);
+		int n = kernel_recvmsg(p->accepted, &msg, &vec, 1, vec.iov_len,
+				       0);
 
 		if (n <= 0) {
 			err = n ? n : -ECONNRESET;
@@ -208,13 +219,15 @@ out:
 static size_t sockbuf_kmod_append_view(size_t at, const char *label,
 				       const struct sockbuf_kmod_view *v)
 {
-	return at + scnprintf(sockbuf_kmod_result + at, sizeof(sockbuf_kmod_result) - at,
-			      "%s snd %d rcv %d lock %d wscale %d", label, v->sndbuf,
-			      v->rcvbuf, v->locks, v->rcv_wscale);
+	return at + scnprintf(sockbuf_kmod_result + at,
+			      sizeof(sockbuf_kmod_result) - at,
+			      "%s snd %d rcv %d lock %d wscale %d", label,
+			      v->sndbuf, v->rcvbuf, v->locks, v->rcv_wscale);
 }
 
 /* Returns 0 and fills the views, or an error with *step naming where. */
-static int sockbuf_kmod_run_pair(void (*size_fn)(struct sock *, int, int), int size,
+static int sockbuf_kmod_run_pair(void (*size_fn)(struct sock *, int, int),
+				 int size,
 				 struct sockbuf_kmod_view *client,
 				 struct sockbuf_kmod_view *accepted,
 				 unsigned int *msecs, const char **step)
@@ -244,8 +257,8 @@ static void sockbuf_kmod_selftest(void)
 	size_t at;
 	int err;
 
-	err = sockbuf_kmod_run_pair(sockbuf_kmod_set_initial_bufsize, INITIAL_SIZE,
-				    &ic, &ia, &imsecs, &step);
+	err = sockbuf_kmod_run_pair(sockbuf_kmod_set_initial_bufsize,
+				    INITIAL_SIZE, &ic, &ia, &imsecs, &step);
 	if (err) {
 		snprintf(sockbuf_kmod_result, sizeof(sockbuf_kmod_result),
 			 "fail: initial pair, %s: error %d", step, err);
@@ -264,7 +277,8 @@ static void sockbuf_kmod_selftest(void)
 	else if (ic.sndbuf < INITIAL_SIZE || ic.rcvbuf < INITIAL_SIZE ||
 		 ia.sndbuf < INITIAL_SIZE || ia.rcvbuf < INITIAL_SIZE)
 		why = "initial: a buffer is below the size set";
-	else if (lc.locks != SOCK_BUF_LOCK_MASK || la.locks != SOCK_BUF_LOCK_MASK)
+	else if (lc.locks != SOCK_BUF_LOCK_MASK ||
+		 la.locks != SOCK_BUF_LOCK_MASK)
 		why = "locked: a lock bit is clear";
 	else if (lc.sndbuf != LOCKED_SIZE || lc.rcvbuf != LOCKED_SIZE ||
 		 la.sndbuf != LOCKED_SIZE || la.rcvbuf != LOCKED_SIZE)
@@ -273,11 +287,13 @@ static void sockbuf_kmod_selftest(void)
 		why = "initial: window scale no larger than a locked buffer's";
 
 	at = scnprintf(sockbuf_kmod_result, sizeof(sockbuf_kmod_result),
-		       "%s%s; %u bytes each; initial %d:", why ? "fail: " : "pass",
-		       why ? why : "", TRANSFER_BYTES, INITIAL_SIZE);
+		       "%s%s; %u bytes each; initial %d:",
+		       why ? "fail: " : "pass", why ? why : "",
+		       TRANSFER_BYTES, INITIAL_SIZE);
 	at = sockbuf_kmod_append_view(at, " client", &ic);
 	at = sockbuf_kmod_append_view(at, ", accepted", &ia);
-	at += scnprintf(sockbuf_kmod_result + at, sizeof(sockbuf_kmod_result) - at,
+	at += scnprintf(sockbuf_kmod_result + at,
+			sizeof(sockbuf_kmod_result) - at,
 			", %u ms; locked %d:", imsecs, LOCKED_SIZE);
 	at = sockbuf_kmod_append_view(at, " client", &lc);
 	at = sockbuf_kmod_append_view(at, ", accepted", &la);

@@ -153,12 +153,10 @@ guard_events probe_guard_events()
 
 void print_guard_events(const guard_events &ev)
 {
-	if (ev.err == 0)
-		fmt::print("\nfloor guard events for this process: yes (fexit on {})\n",
-			   ev.attached);
-	else
-		fmt::print("\nfloor guard events for this process: no, the guard polls ({})\n",
-			   std::strerror(-ev.err));
+	const std::string what =
+	    ev.err == 0 ? fmt::format("yes (fexit on {})", ev.attached)
+			: fmt::format("no, the guard polls ({})", std::strerror(-ev.err));
+	fmt::print("\n{}", text::wrap(what, "floor guard events for this process: ", "  "));
 }
 
 void print_json(const sockbuf_probe_info &p, const cgroup::facts &cg)

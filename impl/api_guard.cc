@@ -34,10 +34,16 @@ std::mutex g_table_lock;
 // Made on first use, not at load: a global with a destructor would give
 // every program that links the library (and the preload shim) load-time
 // code.
+// Never destroyed: at exit the static destructors run while a guard's
+// thread (the preloaded shim's is detached) may still be in a call that
+// reads the table; a destroyed table there freed a guard twice ("double
+// free or corruption" at the exit of a program under the shim's guard:
+// seen once in a fresh Debian root).  The guards themselves are the
+// process's until it ends.
 std::array<slot, slots> &table() // guarded by g_table_lock
 {
-	static std::array<slot, slots> t;
-	return t;
+	static auto *t = new std::array<slot, slots>;
+	return *t;
 }
 
 // fork(): the table and every guard's set are taken before it, so that the

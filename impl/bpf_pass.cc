@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #ifdef SOCKBUF_HAVE_BPF
+#include "bpf_quiet.h"
 #include "guard_pass_bpf_object.h" // generated: the compiled bpf/guard_pass.bpf.c
 
 #include <bpf/bpf.h>
@@ -30,26 +31,6 @@ struct pass_iter::state {
 namespace
 {
 
-// libbpf prints its diagnostics on stderr by default: a refused load (no
-// CAP_BPF) must not write into the host program's stderr.  The printer is
-// libbpf's global; it is put back right after.
-int print_nothing(enum libbpf_print_level, const char *, va_list)
-{
-	return 0;
-}
-
-class quiet_libbpf
-{
-public:
-	quiet_libbpf() : old_(libbpf_set_print(print_nothing)) {}
-	~quiet_libbpf() { libbpf_set_print(old_); }
-	quiet_libbpf(const quiet_libbpf &) = delete;
-	quiet_libbpf &operator=(const quiet_libbpf &) = delete;
-
-private:
-	libbpf_print_fn_t old_;
-};
-
 constexpr int min_room = 1024, max_room = 1 << 20;
 
 int room_for(int fds)
@@ -58,11 +39,6 @@ int room_for(int fds)
 	while (room < fds && room < max_room)
 		room <<= 1;
 	return room;
-}
-
-int errno_or(int fallback)
-{
-	return errno > 0 ? -errno : fallback;
 }
 
 } // namespace

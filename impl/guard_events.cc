@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #ifdef SOCKBUF_HAVE_BPF
+#include "bpf_quiet.h"
 #include "guard_events_bpf_object.h" // generated: the compiled bpf/guard_events.bpf.c
 
 #include <bpf/bpf.h>
@@ -23,30 +24,6 @@ namespace sockbuf::bpf
 
 namespace
 {
-
-int print_nothing(enum libbpf_print_level, const char *, va_list)
-{
-	return 0;
-}
-
-// libbpf's printer is global: quiet only while loading (a refused load
-// must not write into the host program's stderr).
-class quiet_libbpf
-{
-public:
-	quiet_libbpf() : old_(libbpf_set_print(print_nothing)) {}
-	~quiet_libbpf() { libbpf_set_print(old_); }
-	quiet_libbpf(const quiet_libbpf &) = delete;
-	quiet_libbpf &operator=(const quiet_libbpf &) = delete;
-
-private:
-	libbpf_print_fn_t old_;
-};
-
-int errno_or(int fallback)
-{
-	return errno > 0 ? -errno : fallback;
-}
 
 size_t bss_len()
 {

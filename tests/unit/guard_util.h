@@ -98,4 +98,21 @@ inline int first_source(int forced)
 							       : SOCKBUF_GUARD_SRC_GETSOCKOPT;
 }
 
+// A test run once per size source (SOCKBUF_GUARD_SRC_*, or auto_source):
+// a source this kernel or process lacks is a reported skip with the
+// reason.
+class per_source : public ::testing::TestWithParam<int>
+{
+protected:
+	void SetUp() override
+	{
+		const int src = GetParam();
+		std::string why = src == SOCKBUF_GUARD_SRC_URING || src == SOCKBUF_GUARD_SRC_BPF
+				      ? source_missing(src)
+				      : "";
+		if (!why.empty())
+			GTEST_SKIP() << why;
+	}
+};
+
 } // namespace sockbuf::test

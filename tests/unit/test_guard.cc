@@ -38,18 +38,8 @@ using namespace sockbuf::test;
 namespace
 {
 
-class Guard : public ::testing::TestWithParam<int>
+class Guard : public per_source
 {
-protected:
-	void SetUp() override
-	{
-		const int src = GetParam();
-		std::string why = src == SOCKBUF_GUARD_SRC_URING || src == SOCKBUF_GUARD_SRC_BPF
-				      ? source_missing(src)
-				      : "";
-		if (!why.empty())
-			GTEST_SKIP() << why;
-	}
 };
 
 // Many connected sockets, a random third of them pushed below: one pass

@@ -86,18 +86,8 @@ struct reuse_window {
 	reuse_window &operator=(const reuse_window &) = delete;
 };
 
-class GuardRace : public ::testing::TestWithParam<int>
+class GuardRace : public per_source
 {
-protected:
-	void SetUp() override
-	{
-		const int src = GetParam();
-		std::string why = src == SOCKBUF_GUARD_SRC_URING || src == SOCKBUF_GUARD_SRC_BPF
-				      ? source_missing(src)
-				      : "";
-		if (!why.empty())
-			GTEST_SKIP() << why;
-	}
 };
 
 // Every source verifies identity differently (io_uring reads the cookie in

@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +93,10 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
 	s.floor = floor;
 	if (s.cookie == 0)
 		return -EOPNOTSUPP; // before 4.12: no identity to check at the write
+	process *p = proc(pid);
+	if (!p)
+		return -errno;
+	p->sockets++; // counted first: replacing its only socket keeps its table
 	for (size_t i = 0; i < socks_.size(); i++) {
 		socket_ref &o = socks_[i];
 		if (o.pid != pid || o.fd != fd)
@@ -105,11 +110,7 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
 		drop(i, o.cookie == s.cookie ? keep : reused);
 		break;
 	}
-	process *p = proc(pid);
-	if (!p)
-		return -errno;
 	socks_.push_back(s);
-	p->sockets++;
 	for (registry::source w : {registry::by_shim, registry::by_guard})
 		if (who_ & w)
 			p->table.publish(s.inode, s.floor.snd, s.floor.rcv, w);
@@ -205,36 +206,54 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 void guard::pass(const restore_fn &restored)
 {
 	totals_.passes++;
-	const bool precheck = !no_precheck();
-	for (size_t i = socks_.size(); i-- > 0;)
-		if (precheck) {
-			if (verdict v = still_there(socks_[i]); v != keep)
-				drop(i, v);
-		}
-	if (!restore_ || socks_.empty())
+	const size_t n = socks_.size();
+	if (n == 0)
 		return;
-	if (!diag_.is_open()) {
-		dump_err_ = diag_.open();
-		if (dump_err_ < 0)
-			return;
-	}
+	// Sizes by cookie, from one dump (only when restoring).
 	struct sizes {
 		int64_t snd = -1, rcv = -1;
+		bool seen = false;
 	};
-	std::unordered_map<uint64_t, size_t> by_cookie;
-	for (size_t i = 0; i < socks_.size(); i++)
-		by_cookie.emplace(socks_[i].cookie, i);
-	std::vector<sizes> now(socks_.size());
-	diag::filter f;
-	f.states = full_socket_states();
-	f.tcp_info = false;
-	dump_err_ = diag_.each(f, [&](const diag::socket_info &si) {
-		auto it = by_cookie.find(si.cookie);
-		if (it != by_cookie.end())
-			now[it->second] = {si.sndbuf, si.rcvbuf};
-	});
-	// Backwards: a drop moves the last entry into the place of one
-	// already looked at.
+	std::vector<sizes> now(n);
+	if (restore_ && !diag_.is_open())
+		dump_err_ = diag_.open();
+	if (restore_ && diag_.is_open()) {
+		std::unordered_map<uint64_t, size_t> by_cookie;
+		for (size_t i = 0; i < n; i++)
+			by_cookie.emplace(socks_[i].cookie, i);
+		diag::filter f;
+		f.states = full_socket_states();
+		f.tcp_info = false;
+		dump_err_ = diag_.each(f, [&](const diag::socket_info &si) {
+			auto it = by_cookie.find(si.cookie);
+			if (it != by_cookie.end())
+				now[it->second] = {si.sndbuf, si.rcvbuf, true};
+		});
+	}
+	// Which numbers still name their socket, through /proc: every socket
+	// the dump did not show (closed, or not bound yet) and a rolling
+	// ceil(n / 16) of the others, so that a socket that lives on in
+	// another process (a forked child, a copy) leaves within 16 passes
+	// of its number's reuse.  Backwards: a drop moves the last entry into
+	// the place of one already looked at.
+	const size_t step = (n + 15) / 16;
+	if (sweep_ >= n)
+		sweep_ = 0;
+	const size_t lo = sweep_, hi = std::min(n, lo + step);
+	sweep_ = hi;
+	if (!no_precheck())
+		for (size_t i = n; i-- > 0;) {
+			if (now[i].seen && (i < lo || i >= hi))
+				continue;
+			const verdict v = still_there(socks_[i]);
+			if (v == keep)
+				continue;
+			drop(i, v);
+			now[i] = now.back();
+			now.pop_back();
+		}
+	if (!restore_)
+		return;
 	for (size_t i = socks_.size(); i-- > 0;) {
 		const socket_ref &s = socks_[i];
 		const sizes &z = now[i];

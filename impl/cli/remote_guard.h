@@ -6,9 +6,10 @@
 // connection alive after the program closed it): per socket it remembers
 // the process, the fd number, the socket's cookie and inode, and the
 // floors.  A pass reads every guarded socket's sizes from one inet_diag
-// dump of this network namespace (by cookie), and checks that each fd
+// dump of this network namespace (by cookie), and checks that an fd
 // number still names its socket through /proc/PID/fd (the inode; no
-// duplicate).  Only a socket below its floor is taken, with pidfd_getfd():
+// duplicate) for each socket the dump did not show and for a rolling
+// sixteenth of the others.  Only a socket below its floor is taken, with pidfd_getfd():
 // its SO_COOKIE must be the one remembered right before the write (the
 // guard's identity rule: a number that now names another socket is never
 // written), sockbuf_restore_floor() raises it, and the duplicate is
@@ -117,6 +118,7 @@ private:
 	std::map<pid_t, std::unique_ptr<process>> procs_;
 	diag::session diag_;
 	int dump_err_ = 0;
+	size_t sweep_ = 0; // the next /proc check of the rolling sweep
 	totals totals_;
 };
 

@@ -33,18 +33,11 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from real_programs import SO_BUF_LOCK, SYS_PIDFD_GETFD, check, failures, libc  # noqa: E402
+
 SKIP = 77
-SO_BUF_LOCK = 72
-SYS_PIDFD_GETFD = 438
 FLOOR = 131072
-libc = ctypes.CDLL(None, use_errno=True)
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def take(pid, fd):

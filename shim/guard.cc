@@ -115,12 +115,13 @@ void *run(void *)
 	// The membership is synced on every wakeup and at least every
 	// interval.
 	const int tfd = sockbuf_guard_timerfd(guard, unsigned(g_args.interval_ms) * 1000u);
-	while (tfd >= 0) {
-		sync(guard, &known);
-		struct pollfd p = {tfd, POLLIN, 0};
-		if (poll(&p, 1, g_args.interval_ms) > 0 && (p.revents & POLLIN))
-			sockbuf_guard_pass(guard, nullptr);
-	}
+	if (tfd >= 0)
+		for (;;) {
+			sync(guard, &known);
+			struct pollfd p = {tfd, POLLIN, 0};
+			if (poll(&p, 1, g_args.interval_ms) > 0 && (p.revents & POLLIN))
+				sockbuf_guard_pass(guard, nullptr);
+		}
 	// No timer (timerfd_create refused): passes on a clock of our own.
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);

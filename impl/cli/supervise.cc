@@ -335,11 +335,15 @@ public:
 			if (!log_.on() || (last && now < last + 1000))
 				return;
 			last = now;
+			std::string what;
+			if (snd >= 0 && snd < s.floor.snd)
+				what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
+			if (rcv >= 0 && rcv < s.floor.rcv)
+				what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
 			log_.line(
-			    fmt::format("pid {} fd {} below its floor (snd {} of {}, rcv {} of "
-					"{}): restored to snd {} rcv {}",
-					s.pid, s.fd, snd, s.floor.snd, rcv, s.floor.rcv,
-					rep.snd.effective, rep.rcv.effective));
+			    fmt::format("pid {} fd {} below its floor, restored:{} (floor snd {} "
+					"rcv {})",
+					s.pid, s.fd, what, s.floor.snd, s.floor.rcv));
 		});
 	}
 

@@ -92,7 +92,7 @@ def one_run(args, guard, fault=None):
     p = subprocess.Popen(argv + ["--", args.server], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     held = []
-    pid = None
+    pid = fd = None
     try:
         m = re.match(r"ready pid=(\d+) fd=(\d+)", p.stdout.readline())
         check(m is not None, f"{label}: the program started")
@@ -158,7 +158,8 @@ def one_run(args, guard, fault=None):
             check(m is not None and int(m.group(3)) >= 1 and int(m.group(5)) == 1,
                   f"{label}: summary counts the restore and the reused number "
                   f"({m and m.group(0)})")
-            check("below its floor" in err, f"{label}: a line for the restore")
+            check(f"fd {fd} below its floor, restored: snd 8192 -> {FLOOR}" in err,
+                  f"{label}: a line for the restore")
         if pid:
             left = [f for f in os.listdir("/dev/shm") if f.startswith(f"sockbuf-floors.{pid}.")]
             check(not left, f"{label}: the published table went with the run ({left})")

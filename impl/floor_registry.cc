@@ -138,23 +138,21 @@ uint32_t home(uint64_t inode)
 	return uint32_t((inode * 0x9E3779B97F4A7C15ull) >> 32) % slot_count;
 }
 
-// Creates this process's file; 0 or -errno.  Called by one thread at a time.
-int create(pid_t self)
+// Makes the table file at @path for process @pid (started at @start),
+// written by @publisher (0: @pid itself) and maps it; 0 or -errno.
+int make_file(const char *path, pid_t pid, uint64_t start, pid_t publisher, file_header **out)
 {
-	uint64_t start = start_time_of(0);
-	if (start == 0)
-		return -ENOENT;
-	make_path(g_path, default_dir, int(self), start);
 	const int oflags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = open(g_path, oflags, 0600);
+	int fd = open(path, oflags, 0600);
 	if (fd < 0 && errno == EEXIST) {
-		// Same pid and start time: this process before an exec().  Take
-		// it over only if it is a plain file of ours.
+		// Same pid and start time: this process before an exec() (or a
+		// publisher before it).  Take it over only if it is a plain
+		// file of ours.
 		struct stat st;
-		if (lstat(g_path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
 			return -EEXIST;
-		unlink(g_path);
-		fd = open(g_path, oflags, 0600);
+		unlink(path);
+		fd = open(path, oflags, 0600);
 	}
 	if (fd < 0)
 		return -errno;
@@ -164,10 +162,35 @@ int create(pid_t self)
 	int err = m == MAP_FAILED ? -errno : 0;
 	close(fd);
 	if (err) {
-		unlink(g_path);
+		unlink(path);
 		return err;
 	}
 	madvise(m, file_size, MADV_DONTFORK);
+	auto *h = static_cast<file_header *>(m);
+	h->version = file_version;
+	h->header_size = sizeof(file_header);
+	h->slot_size = sizeof(file_slot);
+	h->nslots = slot_count;
+	h->pid = int32_t(pid);
+	h->publisher = int32_t(publisher);
+	h->start_time = start;
+	// The magic last: a reader never takes a half-made header for a table.
+	std::atomic_thread_fence(std::memory_order_release);
+	std::memcpy(h->magic, file_magic, sizeof(file_magic));
+	*out = h;
+	return 0;
+}
+
+// Creates this process's file; 0 or -errno.  Called by one thread at a time.
+int create(pid_t self)
+{
+	uint64_t start = start_time_of(0);
+	if (start == 0)
+		return -ENOENT;
+	make_path(g_path, default_dir, int(self), start);
+	file_header *h = nullptr;
+	if (int err = make_file(g_path, self, start, 0, &h); err < 0)
+		return err;
 	void *page =
 	    mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) != 0) {
@@ -175,16 +198,6 @@ int create(pid_t self)
 		page = MAP_FAILED;
 	}
 	auto *mine = page == MAP_FAILED ? nullptr : new (page) std::atomic<int>(1);
-	auto *h = static_cast<file_header *>(m);
-	h->version = file_version;
-	h->header_size = sizeof(file_header);
-	h->slot_size = sizeof(file_slot);
-	h->nslots = slot_count;
-	h->pid = int32_t(self);
-	h->start_time = start;
-	// The magic last: a reader never takes a half-made header for a table.
-	std::atomic_thread_fence(std::memory_order_release);
-	std::memcpy(h->magic, file_magic, sizeof(file_magic));
 	g_base.store(h, std::memory_order_release);
 	g_owner.store(self, std::memory_order_release);
 	g_mine.store(mine, std::memory_order_release);
@@ -259,22 +272,9 @@ __attribute__((destructor)) void remove_at_exit()
 	close_own();
 }
 
-} // namespace
-
-int publish(uint64_t inode, int snd, int rcv, source who)
+// Records the floors of @inode in table @h; 0 or -ENOSPC.
+int put(file_header *h, uint64_t inode, int snd, int rcv, source who)
 {
-	if (inode == 0 || snd < 0 || rcv < 0 || (who != by_guard && who != by_shim))
-		return -EINVAL;
-	if (snd == 0 && rcv == 0) {
-		withdraw(inode, who);
-		return 0;
-	}
-	if (!enabled())
-		return -ECANCELED;
-	int err = 0;
-	file_header *h = own_table(true, &err);
-	if (!h)
-		return err;
 	if (file_slot *s = find(h, inode, who)) {
 		write_slot(s, inode, snd, rcv, who);
 		return 0;
@@ -295,16 +295,117 @@ int publish(uint64_t inode, int snd, int rcv, source who)
 	return -ENOSPC;
 }
 
+void take_out(file_header *h, uint64_t inode, source who)
+{
+	if (file_slot *s = find(h, inode, who)) {
+		write_slot(s, 0, 0, 0, who);
+		s->taken.store(0, std::memory_order_release);
+	}
+}
+
+bool bad_args(uint64_t inode, int snd, int rcv, source who)
+{
+	return inode == 0 || snd < 0 || rcv < 0 || (who != by_guard && who != by_shim);
+}
+
+} // namespace
+
+int publish(uint64_t inode, int snd, int rcv, source who)
+{
+	if (bad_args(inode, snd, rcv, who))
+		return -EINVAL;
+	if (snd == 0 && rcv == 0) {
+		withdraw(inode, who);
+		return 0;
+	}
+	if (!enabled())
+		return -ECANCELED;
+	int err = 0;
+	file_header *h = own_table(true, &err);
+	if (!h)
+		return err;
+	return put(h, inode, snd, rcv, who);
+}
+
 void withdraw(uint64_t inode, source who)
 {
 	int err = 0;
 	file_header *h = own_table(false, &err);
 	if (!h || inode == 0)
 		return;
-	if (file_slot *s = find(h, inode, who)) {
-		write_slot(s, 0, 0, 0, who);
-		s->taken.store(0, std::memory_order_release);
+	take_out(h, inode, who);
+}
+
+int foreign_table::open(int pid)
+{
+	if (h_)
+		return -EALREADY;
+	if (!enabled())
+		return -ECANCELED;
+	const uint64_t start = start_time_of(pid);
+	if (pid <= 0 || start == 0)
+		return -ESRCH;
+	path_ = file_path(default_dir, pid, start);
+	return make_file(path_.c_str(), pid, start, getpid(), &h_);
+}
+
+int foreign_table::publish(uint64_t inode, int snd, int rcv, source who)
+{
+	if (bad_args(inode, snd, rcv, who))
+		return -EINVAL;
+	if (!h_)
+		return -EBADF;
+	if (snd == 0 && rcv == 0) {
+		take_out(h_, inode, who);
+		return 0;
 	}
+	return put(h_, inode, snd, rcv, who);
+}
+
+void foreign_table::withdraw(uint64_t inode, source who)
+{
+	if (h_ && inode)
+		take_out(h_, inode, who);
+}
+
+void foreign_table::release()
+{
+	if (h_ && h_ != MAP_FAILED)
+		munmap(h_, file_size);
+	h_ = nullptr;
+}
+
+int foreign_table::reopen()
+{
+	// The parent's mapping is not in this process (MADV_DONTFORK):
+	// only the path is.
+	h_ = nullptr;
+	if (path_.empty())
+		return -EBADF;
+	int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	void *m = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    size_t(st.st_size) == file_size)
+		m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int err = m == MAP_FAILED ? -EBADF : 0;
+	close(fd);
+	if (err)
+		return err;
+	madvise(m, file_size, MADV_DONTFORK);
+	h_ = static_cast<file_header *>(m);
+	h_->publisher = int32_t(getpid());
+	return 0;
+}
+
+foreign_table::~foreign_table()
+{
+	if (!h_)
+		return;
+	unlink(path_.c_str());
+	munmap(h_, file_size);
 }
 
 void close_own()
@@ -452,6 +553,7 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 	std::unordered_map<uint64_t, size_t> by_inode;
 	table t;
 	t.dropped = h.dropped.load(std::memory_order_relaxed);
+	t.publisher = h.publisher;
 	for (size_t i = 0; i < slot_count; i++) {
 		plain_slot s = slot_at(a, i);
 		// Seqlock over two copies: only a slot no writer touched between
@@ -493,7 +595,9 @@ int read_pid(int pid, table *out, std::string *why)
 	if (ret < 0)
 		return ret;
 	struct stat st;
-	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino)) {
+	// A foreign table: its publisher maps it, never the process.
+	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino) &&
+	    !(out->publisher > 0 && still_mapped(out->publisher, st.st_ino))) {
 		*out = table{};
 		return fail(why, -ESTALE, path + ": left by an earlier program of this process");
 	}

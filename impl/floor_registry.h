@@ -46,7 +46,7 @@ struct file_header {
 	uint32_t slot_size;   // sizeof(file_slot)
 	uint32_t nslots;
 	int32_t pid;
-	uint32_t reserved0;
+	int32_t publisher;		 // 0: the process itself; else who writes for it
 	uint64_t start_time;		 // clock ticks after boot, /proc/PID/stat field 22
 	std::atomic<uint32_t> max_probe; // longest probe a slot was placed at
 	std::atomic<uint32_t> dropped;	 // publications that found no free slot
@@ -78,6 +78,40 @@ void withdraw(uint64_t inode, source who);
 // Removes this process's file and ends publication (done at exit).
 void close_own();
 
+// A table that another process publishes for process @pid: `sockbuf run
+// --via seccomp` and `sockbuf fix --guard` set floors on sockets they
+// take from @pid with pidfd_getfd() and guard them from outside.  The
+// file has the name and layout of @pid's own, with the header's
+// publisher field naming this process, which alone maps it; readers take
+// it as live while the publisher maps it.  Not async-signal-safe; one
+// thread.  The file goes with the object.
+class foreign_table
+{
+public:
+	foreign_table() = default;
+	~foreign_table();
+	foreign_table(const foreign_table &) = delete;
+	foreign_table &operator=(const foreign_table &) = delete;
+
+	// Makes the file for @pid (as publish() would: not when publication
+	// is off).  0 or -errno.
+	int open(int pid);
+	bool is_open() const { return h_ != nullptr; }
+	// As publish() and withdraw(), in @pid's table.
+	int publish(uint64_t inode, int snd, int rcv, source who);
+	void withdraw(uint64_t inode, source who);
+	// Handing the table to a forked copy: release() unmaps it and leaves
+	// the file (the parent's part); reopen() maps the file again in the
+	// child (the mapping is not inherited) and names the child its
+	// publisher.  After either fails, the object holds no table.
+	void release();
+	int reopen();
+
+private:
+	file_header *h_ = nullptr;
+	std::string path_;
+};
+
 // Readers.  Nothing in the file is trusted.
 struct entry {
 	uint64_t inode = 0;
@@ -88,6 +122,7 @@ struct entry {
 struct table {
 	std::vector<entry> entries;
 	uint32_t dropped = 0;
+	int publisher = 0; // the header's publisher: 0, or the pid writing for the process
 };
 
 // The start time of @pid (clock ticks), or 0 when unreadable.
@@ -105,7 +140,8 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 // The live table of process @pid: the file named for its pid and start
 // time, owned by its user (or by root: made before a forked worker changed
 // user), and still mapped by it (an exec()ed process
-// drops the mapping: its table is stale).
+// drops the mapping: its table is stale) or, for a foreign_table, by its
+// publisher.
 int read_pid(int pid, table *out, std::string *why);
 
 // Removes files in @dir whose process is gone or whose start time does

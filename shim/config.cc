@@ -164,6 +164,12 @@ private:
 			return set_log_rate(value);
 		if (key == "guard")
 			return set_guard(value);
+		if (key == "guard_events")
+			return set_choice(value, "on", "off", &cfg_->guard_events,
+					  "guard_events must be on or off");
+		if (key == "guard_bpf")
+			return set_choice(value, "on", "off", &cfg_->guard_bpf,
+					  "guard_bpf must be on or off");
 		if (key.substr(0, 5) == "port=")
 			return set_port(key.substr(5), value);
 		size_t dot = key.find('.');
@@ -193,14 +199,14 @@ private:
 		return true;
 	}
 
-	bool set_choice(sv value, sv yes, sv no, bool *out)
+	bool set_choice(sv value, sv yes, sv no, bool *out, const char *why = "unknown value")
 	{
 		if (value == yes)
 			*out = true;
 		else if (value == no)
 			*out = false;
 		else
-			return fail("unknown value");
+			return fail(why);
 		return true;
 	}
 

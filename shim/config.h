@@ -52,6 +52,8 @@ struct config {
 	bool exec_drop = false;	  // remove the shim from LD_PRELOAD at load
 	bool reserve = false;	  // SO_RESERVE_MEM of the floors the shim sets
 	int guard_ms = 0;	  // floor guard thread's interval (0: none)
+	bool guard_events = true; // the guard wakes on the kernel's cuts where it can
+	bool guard_bpf = false;	  // the guard's passes as one BPF iterator
 	log_target log = log_target::none;
 	int log_fd = -1;
 	int log_rate = 10; // lines per second at most

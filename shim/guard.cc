@@ -2,11 +2,14 @@
 #include "guard.h"
 
 #include "fdtable.h"
+#include "log.h"
 
 #include <sockbuf/sockbuf.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -58,6 +61,7 @@ void sync(int guard, std::vector<registered> *known)
 
 struct thread_args {
 	int interval_ms;
+	unsigned int flags;
 };
 thread_args g_args;
 
@@ -66,6 +70,29 @@ thread_args g_args;
 // that copy (whose passes would refuse to run there: -ECHILD) and makes
 // the child's own.
 std::atomic<int> g_guard{-1};
+
+// One log line: where the guard's passes read, and whether events drive
+// it or why not ("events refused: EPERM, polling every 10 ms").
+void say_source(int guard)
+{
+	if (!log::enabled())
+		return;
+	log::line l;
+	l.s("floor guard: ");
+	struct sockbuf_guard_event_totals ev = {};
+	const bool asked = g_args.flags & SOCKBUF_GUARD_EVENTS;
+	const bool on = asked && sockbuf_guard_event_stats(guard, &ev) == 0 && ev.err == 0;
+	if (on) {
+		l.s("events on, safety-net passes every ").i(ev.net_interval_us / 1000).s(" ms");
+	} else {
+		const char *name = asked ? strerrorname_np(-ev.err) : nullptr;
+		l.s(!asked ? "events off" : "events refused: ").s(asked ? (name ? name : "?") : "");
+		l.s(", polling every ").i(g_args.interval_ms).s(" ms");
+	}
+	if (g_args.flags & SOCKBUF_GUARD_BPF)
+		l.s("; passes by BPF iterator where it loads");
+	l.emit();
+}
 
 void *run(void *)
 {
@@ -77,11 +104,25 @@ void *run(void *)
 	const int inherited = g_guard.exchange(-1);
 	if (inherited >= 0)
 		sockbuf_guard_destroy(inherited);
-	int guard = sockbuf_guard_new(0);
+	int guard = sockbuf_guard_new(g_args.flags);
 	if (guard < 0)
 		return nullptr;
 	g_guard.store(guard);
+	say_source(guard);
 	std::vector<registered> known;
+	// The guard's fd: readable when a pass is due (the polling timer) or,
+	// with events on, when records wait or the safety net's timer fired.
+	// The membership is synced on every wakeup and at least every
+	// interval.
+	const int tfd = sockbuf_guard_timerfd(guard, unsigned(g_args.interval_ms) * 1000u);
+	if (tfd >= 0)
+		for (;;) {
+			sync(guard, &known);
+			struct pollfd p = {tfd, POLLIN, 0};
+			if (poll(&p, 1, g_args.interval_ms) > 0 && (p.revents & POLLIN))
+				sockbuf_guard_pass(guard, nullptr);
+		}
+	// No timer (timerfd_create refused): passes on a clock of our own.
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
@@ -119,9 +160,10 @@ void start_in_child()
 
 } // namespace
 
-bool start_floor_guard(int interval_ms)
+bool start_floor_guard(int interval_ms, unsigned int flags)
 {
 	g_args.interval_ms = interval_ms;
+	g_args.flags = flags;
 	if (!start_thread())
 		return false;
 	pthread_atfork(nullptr, nullptr, start_in_child);

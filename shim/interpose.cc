@@ -120,7 +120,9 @@ void load()
 	if (st.active && !install_fork_seed())
 		say("sockbuf-shim: cannot register the fork handler; forked children will not "
 		    "publish inherited floors\n");
-	if (st.active && st.cfg.guard_ms > 0 && !start_floor_guard(st.cfg.guard_ms))
+	const unsigned int guard_flags = (st.cfg.guard_events ? SOCKBUF_GUARD_EVENTS : 0u) |
+					 (st.cfg.guard_bpf ? SOCKBUF_GUARD_BPF : 0u);
+	if (st.active && st.cfg.guard_ms > 0 && !start_floor_guard(st.cfg.guard_ms, guard_flags))
 		say("sockbuf-shim: cannot start the floor guard thread; going on without it\n");
 	errno = saved_errno;
 }

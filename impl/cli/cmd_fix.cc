@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-// sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]: repair a
+// sockbuf fix PID [--policy initial] [--floor SIZE [--guard]] [--dry-run]: repair a
 // running process whose TCP sockets are locked.  Each socket is taken
 // with pidfd_getfd() (the rights of ptrace attach) and its locked
 // direction is unlocked at its current size, listeners included, so that
 // the connections they accept from now on start unlocked with a full
 // window scale.  What the handshake fixed (an established connection's
 // window scale) cannot change: the report says which connections keep a
-// small one.
+// small one.  With --guard it stays, guarding the floors from outside
+// (remote_guard.h) until the process ends or SIGINT/SIGTERM.
 #include "commands.h"
 
+#include "remote_guard.h"
 #include "show_collect.h"
 
 #include <sockbuf/sockbuf.h>
@@ -17,10 +19,15 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace sockbuf::cli
@@ -31,28 +38,38 @@ namespace
 
 int fix_usage(std::FILE *to, int status)
 {
-	fmt::print(to, "usage: sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]\n"
+	fmt::print(to, "usage: sockbuf fix PID [--policy initial] [--floor SIZE [--guard]] "
+		       "[--dry-run]\n"
 		       "\n"
 		       "Unlocks the locked buffers of process PID's TCP sockets at their current\n"
 		       "size, so that autotuning grows them again; listeners too, so that the\n"
 		       "connections they accept from now on start unlocked with a full window\n"
 		       "scale.  --floor SIZE (K, M, G: powers of 1024; the unit getsockopt\n"
 		       "returns) also raises every buffer below SIZE to SIZE, unlocked, once.\n"
+		       "--guard (with --floor) then stays in the foreground and keeps those\n"
+		       "sockets at SIZE: every 10 ms it reads their sizes (inet_diag) and\n"
+		       "restores any found below, taking the socket with pidfd_getfd() only\n"
+		       "for the restore and only after checking it is still the same socket\n"
+		       "(SO_COOKIE); no copy of a socket is kept open.  One line per restore\n"
+		       "(at most one a second per socket), a summary when PID exits or on\n"
+		       "SIGINT/SIGTERM.  Sockets PID opens later are not guarded.  While it\n"
+		       "runs, 'sockbuf show PID' sees the floors.\n"
 		       "--dry-run says what would change and changes nothing.  Needs the rights\n"
 		       "of ptrace attach on PID (same user, or CAP_SYS_PTRACE).  An established\n"
 		       "connection keeps the window scale of its handshake: those whose scale\n"
 		       "caps the window below net.ipv4.tcp_rmem's maximum are named.\n"
 		       "\n"
 		       "Exit status: 0 done, 1 error (no such process, no rights), 2 usage,\n"
-		       "3 some socket could not be changed.\n");
+		       "3 some socket could not be changed (with --guard: or guarded, or a\n"
+		       "restore failed).\n");
 	return status;
 }
 
 int bad_arg(const std::string &why)
 {
 	fmt::print(stderr, "sockbuf fix: {}\n", why);
-	fmt::print(stderr,
-		   "usage: sockbuf fix PID [--policy initial] [--floor SIZE] [--dry-run]\n");
+	fmt::print(stderr, "usage: sockbuf fix PID [--policy initial] [--floor SIZE [--guard]] "
+			   "[--dry-run]\n");
 	return 2;
 }
 
@@ -138,19 +155,110 @@ void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry, 
 	out->changed++;
 }
 
+constexpr int guard_interval_ms = 10;
+
+uint64_t now_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+}
+
+// Adds every socket taken to @g with @floor in both directions.
+int guard_add_all(remote::guard *g, int pid, int pidfd, const show::collection &c, int floor)
+{
+	int failed = 0;
+	for (const auto &s : c.sockets) {
+		if (s.lock < 0)
+			continue;
+		int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+		int ret = dup < 0 ? -errno : g->add(pid, s.fd, dup, {floor, floor});
+		if (dup >= 0)
+			close(dup);
+		if (ret < 0) {
+			fmt::print("not guarded {}: {}\n", describe(s), std::strerror(-ret));
+			failed++;
+		}
+	}
+	return failed;
+}
+
+// --guard: passes until the process ends or SIGINT/SIGTERM.
+int guard_loop(remote::guard *g, int pid, int pidfd)
+{
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	const int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+	fmt::print("guarding {} socket(s) of {} every {} ms (SIGINT or SIGTERM ends)\n", g->size(),
+		   pid, guard_interval_ms);
+	std::fflush(stdout);
+	std::map<int, uint64_t> last_line; // fd -> ms of its last restore line
+	std::string why = "the process exited";
+	uint64_t next = now_ms() + guard_interval_ms;
+	for (;;) {
+		struct pollfd p[2] = {{pidfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+		const uint64_t now = now_ms();
+		const int wait = next > now ? int(next - now) : 0;
+		const int n = poll(p, sfd >= 0 ? 2 : 1, wait);
+		if (n < 0 && errno != EINTR) {
+			why = fmt::format("poll: {}", std::strerror(errno));
+			break;
+		}
+		if (n > 0 && (p[0].revents & POLLIN))
+			break;
+		if (n > 0 && sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == ssize_t(sizeof(si)))
+				why = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+			break;
+		}
+		if (now_ms() < next)
+			continue;
+		next = now_ms() + guard_interval_ms;
+		g->pass([&last_line](const remote::socket_ref &s, int64_t snd, int64_t rcv,
+				     const struct sockbuf_report &rep) {
+			const uint64_t t = now_ms();
+			uint64_t &last = last_line[s.fd];
+			if (last && t < last + 1000)
+				return;
+			last = t;
+			std::string what;
+			if (snd >= 0 && snd < s.floor.snd)
+				what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
+			if (rcv >= 0 && rcv < s.floor.rcv)
+				what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
+			fmt::print("restored fd {}:{} (floor {})\n", s.fd, what, s.floor.snd);
+			std::fflush(stdout);
+		});
+	}
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, nullptr);
+	const remote::totals &t = g->stats();
+	fmt::print("guard ended ({}): {} passes, {} below the floor, {} restored, {} closed, "
+		   "{} numbers reused (never written), {} errors\n",
+		   why, t.passes, t.below, t.restored, t.gone, t.reused, t.errors);
+	return t.errors ? 3 : 0;
+}
+
 } // namespace
 
 int cmd_fix(int argc, char **argv)
 {
 	int pid = 0;
 	long long floor = 0;
-	bool dry = false;
+	bool dry = false, guard = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
 			return fix_usage(stdout, 0);
 		if (!std::strcmp(a, "--dry-run")) {
 			dry = true;
+		} else if (!std::strcmp(a, "--guard")) {
+			guard = true;
 		} else if (!std::strcmp(a, "--policy") || !std::strcmp(a, "--floor")) {
 			if (i + 1 >= argc)
 				return bad_arg(fmt::format("option '{}' needs a value", a));
@@ -176,6 +284,10 @@ int cmd_fix(int argc, char **argv)
 	}
 	if (!pid)
 		return bad_arg("no PID");
+	if (guard && !floor)
+		return bad_arg("--guard: needs --floor SIZE (the floor to guard)");
+	if (guard && dry)
+		return bad_arg("--guard: not with --dry-run");
 	int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
 	if (pidfd < 0) {
 		int e = errno;
@@ -225,12 +337,19 @@ int cmd_fix(int argc, char **argv)
 			    describe(s), s.info.rcv_wscale, 65535ll << s.info.rcv_wscale,
 			    rmem_max));
 	}
-	close(pidfd);
 	for (const auto &l : small_scale)
 		fmt::print("keeps a small window: {}\n", l);
 	fmt::print("{} socket(s) {}, {} already unlocked, {} could not be changed\n", out.changed,
 		   dry ? "would change" : "changed", out.unchanged, out.failed);
-	return out.failed ? 3 : 0;
+	if (!guard) {
+		close(pidfd);
+		return out.failed ? 3 : 0;
+	}
+	remote::guard g(true, registry::by_guard);
+	out.failed += guard_add_all(&g, pid, pidfd, c, int(floor));
+	const int gret = guard_loop(&g, pid, pidfd);
+	close(pidfd);
+	return out.failed || gret ? 3 : 0;
 }
 
 } // namespace sockbuf::cli

@@ -17,6 +17,30 @@
 namespace sockbuf::cli
 {
 
+guard_events probe_guard_events()
+{
+	guard_events ev;
+	const int g = sockbuf_guard_new(SOCKBUF_GUARD_EVENTS);
+	if (g < 0) {
+		ev.err = g;
+		return ev;
+	}
+	struct sockbuf_guard_event_totals t;
+	if (sockbuf_guard_event_stats(g, &t) == 0) {
+		ev.err = t.err;
+		const std::pair<unsigned int, const char *> names[] = {
+		    {SOCKBUF_GUARD_EV_MEM_RAISE, "__sk_mem_raise_allocated"},
+		    {SOCKBUF_GUARD_EV_CHECK_SPACE, "tcp_check_space"},
+		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"}};
+		for (const auto &[bit, name] : names)
+			if (t.attached & bit)
+				ev.attached +=
+				    (ev.attached.empty() ? "" : ", ") + std::string(name);
+	}
+	sockbuf_guard_destroy(g);
+	return ev;
+}
+
 namespace
 {
 
@@ -117,38 +141,6 @@ void print_reserve(const sockbuf_probe_info &p, const cgroup::facts &cg)
 	fmt::print("{}", text::wrap(a.why, "  why: ", "    "));
 	if (a.fix)
 		fmt::print("{}", text::wrap(a.fix, "  to use it: ", "    "));
-}
-
-// What a floor guard of this process gets with SOCKBUF_GUARD_EVENTS: the
-// programs loaded (and on which functions), or why it polls.  Made and
-// destroyed here: loading them is the only sure test.
-struct guard_events {
-	int err = -ENOENT;
-	std::string attached;
-};
-
-guard_events probe_guard_events()
-{
-	guard_events ev;
-	const int g = sockbuf_guard_new(SOCKBUF_GUARD_EVENTS);
-	if (g < 0) {
-		ev.err = g;
-		return ev;
-	}
-	struct sockbuf_guard_event_totals t;
-	if (sockbuf_guard_event_stats(g, &t) == 0) {
-		ev.err = t.err;
-		const std::pair<unsigned int, const char *> names[] = {
-		    {SOCKBUF_GUARD_EV_MEM_RAISE, "__sk_mem_raise_allocated"},
-		    {SOCKBUF_GUARD_EV_CHECK_SPACE, "tcp_check_space"},
-		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"}};
-		for (const auto &[bit, name] : names)
-			if (t.attached & bit)
-				ev.attached +=
-				    (ev.attached.empty() ? "" : ", ") + std::string(name);
-	}
-	sockbuf_guard_destroy(g);
-	return ev;
 }
 
 void print_guard_events(const guard_events &ev)

@@ -24,8 +24,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/socket.h>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
+
+#include <sockbuf/sockbuf.h>
 
 namespace sockbuf::cli
 {
@@ -40,6 +44,7 @@ int run_usage(std::FILE *to, int status)
 	fmt::print(to,
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
 		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--reserve]\n"
+		   "                   [--guard-events on|off] [--guard-bpf on|off]\n"
 		   "                   [--via auto|seccomp|preload] [-q] [--shim PATH]\n"
 		   "                   [--] CMD [ARGS...]\n"
 		   "\n"
@@ -58,10 +63,19 @@ int run_usage(std::FILE *to, int status)
 		   "The way chosen is said in one line on standard error (-q: only when\n"
 		   "the preload path cannot work).\n"
 		   "\n"
-		   "--floor-guard MS (preload) a thread in CMD restores, every MS ms, each\n"
-		   "buffer the shim sized that fell below its floor.  --reserve (preload)\n"
-		   "reserves each connecting and accepted socket's floor with SO_RESERVE_MEM\n"
-		   "where the memory cgroup allows it ('sockbuf probe').\n"
+		   "--floor-guard MS every MS ms, each buffer given an initial size that\n"
+		   "fell below its floor is raised back: by a thread in CMD (preload), or\n"
+		   "by the supervisor, which takes the socket with pidfd_getfd() only to\n"
+		   "restore it, after checking it is still the same socket (seccomp).\n"
+		   "--guard-events on|off (preload, default on) the thread wakes on the\n"
+		   "kernel's cuts (BPF on the functions that cut; root or CAP_BPF and\n"
+		   "CAP_PERFMON) with passes every second as a safety net, where the\n"
+		   "programs load; elsewhere it polls every MS ms.  --guard-bpf on|off\n"
+		   "(preload, default off) makes each pass one BPF iterator.  The line\n"
+		   "that says the way also says what the guard gets, and why.\n"
+		   "--reserve (preload) reserves each connecting and accepted socket's\n"
+		   "floor with SO_RESERVE_MEM where the memory cgroup allows it ('sockbuf\n"
+		   "probe').\n"
 		   "\n"
 		   "Exit status: CMD's own (128+N when signal N ended it under the\n"
 		   "supervisor); 2 bad option or configuration; 125 the supervisor could\n"
@@ -151,12 +165,66 @@ int exec_preload(char **cmd, const std::string &config, const char *shim)
 	return exec_plain(cmd);
 }
 
+#ifdef SOCKBUF_RUN_CHECKS_CONFIG
+// Whether a guard of this process gets its passes from the BPF iterator:
+// 0, or why not (one pass over one socket of its own is the sure test).
+int probe_guard_bpf()
+{
+	const int g = sockbuf_guard_new(SOCKBUF_GUARD_BPF);
+	if (g < 0)
+		return g;
+	const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const struct sockbuf_floor floor = {4096, 0};
+	struct sockbuf_guard_totals tot = {};
+	int err = s < 0 ? -errno : sockbuf_guard_add(g, s, &floor);
+	if (err == 0)
+		err = sockbuf_guard_pass(g, nullptr);
+	if (err >= 0)
+		err = sockbuf_guard_stats(g, &tot);
+	if (err == 0 && tot.source != SOCKBUF_GUARD_SRC_BPF)
+		err = tot.bpf_err ? tot.bpf_err : -ENOENT;
+	if (s >= 0)
+		close(s);
+	sockbuf_guard_destroy(g);
+	return err;
+}
+
+std::string errno_name(int err)
+{
+	const char *name = strerrorname_np(-err);
+	return name ? name : fmt::format("errno {}", -err);
+}
+
+// What the shim's floor guard will get in the program, tried here with
+// the same credentials: "events refused: EPERM, polling every 10 ms".
+std::string guard_source_text(const shim::config &cfg)
+{
+	std::string out = "floor guard: ";
+	if (!cfg.guard_events) {
+		out += fmt::format("events off, polling every {} ms", cfg.guard_ms);
+	} else if (const guard_events ev = probe_guard_events(); ev.err == 0) {
+		out += fmt::format("events on (fexit on {}), safety-net passes every 1000 ms",
+				   ev.attached);
+	} else {
+		out += fmt::format("events refused: {}, polling every {} ms", errno_name(ev.err),
+				   cfg.guard_ms);
+	}
+	if (cfg.guard_bpf) {
+		const int err = probe_guard_bpf();
+		out += err == 0 ? "; passes by BPF iterator"
+				: fmt::format("; BPF pass refused: {}", errno_name(err));
+	}
+	return out;
+}
+#endif
+
 } // namespace
 
 int cmd_run(int argc, char **argv)
 {
 	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr,
-		   *guard = nullptr, *via_arg = nullptr;
+		   *guard = nullptr, *via_arg = nullptr, *guard_events = nullptr,
+		   *guard_bpf = nullptr;
 	bool reserve = false, quiet = false;
 	int i = 1;
 	for (; i < argc; i++) {
@@ -175,13 +243,15 @@ int cmd_run(int argc, char **argv)
 			quiet = true;
 			continue;
 		}
-		const char **slot = !std::strcmp(a, "--policy")	       ? &policy
-				    : !std::strcmp(a, "--config")      ? &extra
-				    : !std::strcmp(a, "--log")	       ? &log
-				    : !std::strcmp(a, "--shim")	       ? &shim
-				    : !std::strcmp(a, "--floor-guard") ? &guard
-				    : !std::strcmp(a, "--via")	       ? &via_arg
-								       : nullptr;
+		const char **slot = !std::strcmp(a, "--policy")		? &policy
+				    : !std::strcmp(a, "--config")	? &extra
+				    : !std::strcmp(a, "--log")		? &log
+				    : !std::strcmp(a, "--shim")		? &shim
+				    : !std::strcmp(a, "--floor-guard")	? &guard
+				    : !std::strcmp(a, "--via")		? &via_arg
+				    : !std::strcmp(a, "--guard-events") ? &guard_events
+				    : !std::strcmp(a, "--guard-bpf")	? &guard_bpf
+									: nullptr;
 		if (!slot) {
 			if (a[0] == '-')
 				return bad_arg(fmt::format("unknown option '{}'", a));
@@ -211,6 +281,15 @@ int cmd_run(int argc, char **argv)
 		config += fmt::format(",log:{}", log);
 	if (guard)
 		config += fmt::format(",guard:{}", guard);
+	for (const auto &[opt, val, key] :
+	     {std::tuple{"--guard-events", guard_events, "guard_events"},
+	      std::tuple{"--guard-bpf", guard_bpf, "guard_bpf"}}) {
+		if (!val)
+			continue;
+		if (std::strcmp(val, "on") != 0 && std::strcmp(val, "off") != 0)
+			return bad_arg(fmt::format("{} '{}': want on or off", opt, val));
+		config += fmt::format(",{}:{}", key, val);
+	}
 	if (reserve)
 		config += ",reserve:on";
 #ifdef SOCKBUF_RUN_CHECKS_CONFIG
@@ -265,10 +344,16 @@ int cmd_run(int argc, char **argv)
 				   "no_new_privs, without those privileges\n",
 				   what, t.secure_why);
 		if (!quiet)
-			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}\n", what,
+			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}{}\n", what,
 				   t.secure ? fmt::format("is {} (ld.so would ignore LD_PRELOAD)",
 							  t.secure_why)
-					    : run::linkage_text(t.link));
+					    : run::linkage_text(t.link),
+				   parsed.guard_ms
+				       ? fmt::format("; floor guard: the supervisor's, polling "
+						     "every {} ms (inet_diag; events and the BPF "
+						     "pass need the preload path)",
+						     parsed.guard_ms)
+				       : std::string());
 		std::fflush(stderr);
 		return run::supervise(cmd, parsed);
 #endif
@@ -292,12 +377,17 @@ int cmd_run(int argc, char **argv)
 				   : fmt::format("the seccomp supervisor is unavailable: {}",
 						 seccomp_why));
 	} else if (!quiet) {
-		fmt::print(stderr, "sockbuf run: via preload: {} {}{}\n", what,
+		fmt::print(stderr, "sockbuf run: via preload: {} {}{}{}\n", what,
 			   run::linkage_text(t.link),
 			   preload_blind || !t.launcher || t.link == run::linkage::dynamic_libc
 			       ? ""
 			       : " but starts other programs, which inherit the shim (for a "
-				 "static one: --via seccomp)");
+				 "static one: --via seccomp)",
+#ifdef SOCKBUF_RUN_CHECKS_CONFIG
+			   parsed.guard_ms ? "; " + guard_source_text(parsed) : std::string());
+#else
+			   "");
+#endif
 	}
 	std::fflush(stderr);
 	return exec_preload(cmd, config, shim);

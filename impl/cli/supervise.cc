@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "supervise.h"
 
+#include "remote_guard.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
@@ -15,6 +17,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <map>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,6 +28,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -260,11 +264,21 @@ uint16_t local_port(int fd)
 	return 0;
 }
 
+uint64_t now_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+}
+
 class supervisor
 {
 public:
 	supervisor(int listener, const shim::config &cfg)
-	    : listener_(listener), cfg_(cfg), log_(cfg)
+	    : listener_(listener), cfg_(cfg), log_(cfg),
+	      guard_(cfg.guard_ms != 0,
+		     registry::by_shim | (cfg.guard_ms ? uint32_t(registry::by_guard) : 0u)),
+	      interval_ms_(cfg.guard_ms ? unsigned(cfg.guard_ms) : 1000)
 	{
 		struct seccomp_notif_sizes sizes = {};
 		if (sys_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
@@ -295,6 +309,58 @@ public:
 		if (ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0 && errno != ENOENT)
 			log_.line(fmt::format("notification answer: {}", std::strerror(errno)));
 		return true;
+	}
+
+	// How long poll() may wait before the next guard pass is due (-1:
+	// no socket has a floor).
+	int timeout_ms() const
+	{
+		if (guard_.size() == 0)
+			return -1;
+		const uint64_t now = now_ms();
+		return next_pass_ <= now ? 0 : int(next_pass_ - now);
+	}
+
+	// The guard's pass when it is due: with --floor-guard it restores,
+	// without it only closed sockets leave the published table.
+	void tick()
+	{
+		const uint64_t now = now_ms();
+		if (guard_.size() == 0 || now < next_pass_)
+			return;
+		next_pass_ = now + interval_ms_;
+		guard_.pass([this, now](const remote::socket_ref &s, int64_t snd, int64_t rcv,
+					const struct sockbuf_report &rep) {
+			uint64_t &last = last_line_[{s.pid, s.fd}];
+			if (!log_.on() || (last && now < last + 1000))
+				return;
+			last = now;
+			std::string what;
+			if (snd >= 0 && snd < s.floor.snd)
+				what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
+			if (rcv >= 0 && rcv < s.floor.rcv)
+				what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
+			log_.line(
+			    fmt::format("pid {} fd {} below its floor, restored:{} (floor snd {} "
+					"rcv {})",
+					s.pid, s.fd, what, s.floor.snd, s.floor.rcv));
+		});
+	}
+
+	// Around the fork of the background copy (see supervise()).
+	void hand_over() { guard_.release(); }
+	void take_over() { guard_.after_fork_child(); }
+	void end() { guard_.end(); }
+
+	// The guard's totals, in one log line (at the end of the run).
+	void summary() const
+	{
+		if (!cfg_.guard_ms || !log_.on())
+			return;
+		const remote::totals &t = guard_.stats();
+		log_.line(fmt::format("floor guard: {} passes, {} below, {} restored, {} closed, "
+				      "{} numbers reused (never written), {} errors",
+				      t.passes, t.below, t.restored, t.gone, t.reused, t.errors));
 	}
 
 private:
@@ -400,6 +466,16 @@ private:
 		unsigned int flags = SOCKBUF_F_FALLBACK_LOCK | (force ? SOCKBUF_F_ALLOW_FORCE : 0);
 		int sret = sockbuf_set_initial_bufsize(sock, d == shim::dir_snd ? size : 0,
 						       d == shim::dir_rcv ? size : 0, flags, &rep);
+		struct sockbuf_floor fl = {0, 0};
+		if (sret >= 0 && sockbuf_report_floor(&rep, &fl) == 0 && (fl.snd || fl.rcv)) {
+			if (guard_.size() == 0)
+				next_pass_ = now_ms() + interval_ms_;
+			int gret = guard_.add(pid, fd, sock, fl);
+			if (gret < 0 && log_.on())
+				log_.line(fmt::format("pid {} fd {}: floor not published or "
+						      "guarded: {}",
+						      pid, fd, std::strerror(-gret)));
+		}
 		if (log_.on()) {
 			const struct sockbuf_dir_report &dr =
 			    d == shim::dir_snd ? rep.snd : rep.rcv;
@@ -423,6 +499,10 @@ private:
 	logger log_;
 	std::vector<unsigned char> req_, resp_;
 	bool warned_eperm_ = false;
+	remote::guard guard_;
+	const unsigned interval_ms_;
+	uint64_t next_pass_ = 0;
+	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
 };
 
 int exit_status(const siginfo_t &si)
@@ -437,7 +517,8 @@ void serve_rest(supervisor &sup, int listener)
 {
 	for (;;) {
 		struct pollfd p = {listener, POLLIN, 0};
-		int n = poll(&p, 1, -1);
+		int n = poll(&p, 1, sup.timeout_ms());
+		sup.tick();
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
@@ -494,8 +575,6 @@ std::string supervisor_unsupported(const shim::config &cfg)
 		add("connecting/accepted role rules");
 	if (cfg.reserve)
 		add("reserve:on");
-	if (cfg.guard_ms)
-		add("guard (--floor-guard)");
 	if (cfg.exec_drop)
 		add("exec:drop");
 	return out;
@@ -547,7 +626,8 @@ int supervise(char **argv, const shim::config &cfg)
 	bool child_done = false;
 	while (!child_done) {
 		struct pollfd p[2] = {{sfd, POLLIN, 0}, {listener, POLLIN, 0}};
-		int n = poll(p, listener >= 0 ? 2 : 1, -1);
+		int n = poll(p, listener >= 0 ? 2 : 1, sup.timeout_ms());
+		sup.tick();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -583,7 +663,10 @@ int supervise(char **argv, const shim::config &cfg)
 	struct pollfd p = {listener, POLLIN, 0};
 	if (poll(&p, 1, 0) >= 0 && !(p.revents & POLLHUP)) {
 		pid_t bg = fork();
+		if (bg > 0)
+			sup.hand_over(); // the copy publishes and guards from now on
 		if (bg == 0) {
+			sup.take_over();
 			// Whoever waits for the program's output to end must
 			// not wait for this copy too; standard error stays for
 			// its messages and log:stderr.
@@ -594,10 +677,13 @@ int supervise(char **argv, const shim::config &cfg)
 				close(null);
 			}
 			serve_rest(sup, listener);
+			sup.summary();
+			sup.end();
 			_exit(0);
 		}
 	}
 	close(listener);
+	sup.summary();
 	return status >= 0 ? status : 125;
 }
 

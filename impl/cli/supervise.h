@@ -10,7 +10,10 @@
 // notification is still valid, takes the socket with pidfd_getfd(),
 // applies the policy the shim would (shim/engine.cc) and answers with
 // what the program's own setsockopt() would have returned.  The filter is
-// inherited: threads, fork and exec are followed.
+// inherited: threads, fork and exec are followed.  The floors it sets are
+// published for the program (`sockbuf show`) and, with the configuration's
+// guard:MS (--floor-guard), guarded from here (remote_guard.h): no copy
+// of a socket is kept open.
 #pragma once
 
 #include "config.h"

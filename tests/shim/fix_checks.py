@@ -10,6 +10,11 @@ as 32 MB arrive (checksummed), it is named as keeping its small window
 scale, and the next accepted connection starts unlocked with a larger
 scale.  --dry-run changes nothing; --floor raises; bad input: a PID that
 does not exist, a process of another user without rights, bad options.
+--floor 4M --guard stays: `sockbuf show` gives the floor (by guard), a
+cut made behind the server's back (pidfd_getfd + SO_RCVBUF 4096 from
+here) is restored to 4M unlocked with a line for it, the guard holds no
+copy of the server's sockets (its fd table, sampled 50 times, never names
+one), and SIGTERM ends it with a summary that counts the restore.
 
 usage: fix_checks.py --sockbuf PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns).
@@ -17,8 +22,11 @@ Exit: 0 pass, 1 fail, 77 skip (not root, no netns).
 import argparse
 import os
 import pwd
+import re
+import socket
 import subprocess
 import sys
+import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -86,7 +94,10 @@ def main():
     for bad, want in ((["--floor", "12Q", "1"], "--floor '12Q'"),
                       (["--policy", "lock", "1"], "--policy 'lock'"),
                       (["--bogus", "1"], "unknown option '--bogus'"),
-                      (["x1"], "'x1' is not a PID"), ([], "no PID")):
+                      (["x1"], "'x1' is not a PID"), ([], "no PID"),
+                      (["--guard", "1"], "--guard: needs --floor SIZE"),
+                      (["--guard", "--floor", "1M", "--dry-run", "1"],
+                       "--guard: not with --dry-run")):
         r = fix(args, *bad)
         rp.check(r.returncode == 2 and want in r.stderr,
                  f"fix {bad}: exit {r.returncode}, names the argument ({r.stderr.strip()!r})")
@@ -182,6 +193,7 @@ def scenario(args, ns, srv, senders, data):
              f"--floor 4M raised it unlocked ({c2f and c2f['rcvbuf']}): {r.stdout.strip()!r}")
     say(f"drain 1 {len(data)}")
     feeder.join()
+    guarded(args, pid, cfd2, say)
     say("quit")
     rp.check(srv.wait(timeout=10) == 0, "server exit 0")
     if rp.failures:
@@ -189,6 +201,62 @@ def scenario(args, ns, srv, senders, data):
         return 1
     print("all checks passed")
     return 0
+
+
+def guarded(args, pid, cfd, say):
+    """--floor 4M --guard on the server's connection @cfd (drained, still
+    open)."""
+    g = subprocess.Popen([args.sockbuf, "fix", "--floor", "4M", "--guard", str(pid)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = g.stdout.readline()
+        while line and not line.startswith("guarding"):
+            line = g.stdout.readline()
+        rp.check(line.startswith("guarding"), f"--guard: stays and says so ({line.strip()!r})")
+        fl = (sock(rp.show(args.sockbuf, pid), cfd) or {}).get("floor")
+        rp.check(fl and fl["rcv"] == 4 << 20 and fl["by"] == "guard",
+                 f"--guard: show gives fd {cfd} the floor 4M by guard ({fl})")
+        pidfd = os.pidfd_open(pid)
+        dup = rp.libc.syscall(rp.SYS_PIDFD_GETFD, pidfd, cfd, 0)
+        os.close(pidfd)
+        rp.check(dup >= 0, "--guard: took the connection from here to cut it")
+        if dup < 0:
+            return
+        c = socket.socket(fileno=dup)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        cut = c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        end = time.monotonic() + 2
+        now = cut
+        while now < 4 << 20 and time.monotonic() < end:
+            time.sleep(0.001)
+            now = c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        lock = c.getsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK)
+        c.close()
+        rp.check(cut < 4 << 20 and now >= 4 << 20 and lock == 0,
+                 f"--guard: cut to {cut}, restored to {now} unlocked (lock {lock}) in 2 s")
+        line = g.stdout.readline()
+        rp.check(line.startswith(f"restored fd {cfd}: rcv 8192 -> 4194304"), f"--guard: a line for it ({line!r})")
+        theirs = {os.readlink(f"/proc/{pid}/fd/{f}") for f in os.listdir(f"/proc/{pid}/fd")}
+        theirs = {t for t in theirs if t.startswith("socket:")}
+        held = set()
+        for _ in range(50):
+            for f in os.listdir(f"/proc/{g.pid}/fd"):
+                try:
+                    held.add(os.readlink(f"/proc/{g.pid}/fd/{f}"))
+                except OSError:
+                    pass
+            time.sleep(0.002)
+        rp.check(theirs and not (held & theirs),
+                 f"--guard: holds none of the server's {len(theirs)} sockets "
+                 f"({sorted(held & theirs)})")
+    finally:
+        g.terminate()
+        out, err = g.communicate(timeout=10)
+    m = re.search(r"guard ended \(SIGTERM\): (\d+) passes, (\d+) below the floor, "
+                  r"(\d+) restored", out)
+    rp.check(g.returncode == 0 and m is not None and int(m.group(3)) >= 1,
+             f"--guard: SIGTERM ends it, exit {g.returncode}, summary {m and m.group(0)!r} "
+             f"{err.strip()!r}")
 
 
 if __name__ == "__main__":

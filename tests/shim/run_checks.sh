@@ -62,6 +62,29 @@ expect "no user notification: preload still works" "shim=1 lock=0 rcvbuf=131072"
 expect "seccomp refuses preload-only items" "reserve:on need the preload path" \
 	"$("$sockbuf" run --via seccomp --reserve -- "$child" 2>&1; echo " rc=$?")"
 
+# The floor guard's sources: options into the configuration, bad values
+# named, and the way's line says what the guard gets.
+expect "--guard-events/--guard-bpf" "SOCKBUF_SHIM=policy:initial,guard:5,guard_events:off,guard_bpf:on" \
+	"$("$sockbuf" run --floor-guard 5 --guard-events off --guard-bpf on -- env | grep '^SOCKBUF_SHIM=')"
+expect "bad --guard-events named" "--guard-events 'maybe': want on or off" \
+	"$("$sockbuf" run --guard-events maybe -- "$child" 2>&1)"
+expect "bad --guard-events exit 2" "rc=2" \
+	"$("$sockbuf" run --guard-events maybe -- "$child" 2>/dev/null; echo " rc=$?")"
+expect "bad --guard-bpf named" "--guard-bpf '1': want on or off" \
+	"$("$sockbuf" run --guard-bpf 1 -- "$child" 2>&1)"
+expect "bad guard_bpf item named" "item 2 'guard_bpf:yes': guard_bpf must be on or off" \
+	"$("$sockbuf" run --config guard_bpf:yes -- "$child" 2>&1)"
+expect "events off: polling, said" "; floor guard: events off, polling every 5 ms" \
+	"$("$sockbuf" run --floor-guard 5 --guard-events off -- "$child" 2>&1 >/dev/null)"
+line=$("$sockbuf" run --floor-guard 5 -- "$child" 2>&1 >/dev/null)
+case "$line" in
+*"; floor guard: events on (fexit on "*", safety-net passes every 1000 ms"* | \
+	*"; floor guard: events refused: E"*", polling every 5 ms"*) echo "ok: events: got or refused, said: $line" ;;
+*) echo "FAIL: events: the line says neither events on nor why not: $line"; failures=$((failures + 1)) ;;
+esac
+expect "supervisor's guard, said" "; floor guard: the supervisor's, polling every 5 ms" \
+	"$("$sockbuf" run --via seccomp --floor-guard 5 -- "$child" 2>&1 >/dev/null)"
+
 # setsockopt calls that fail: a closed fd, a bad pointer, a short optlen;
 # and a UDP socket, which keeps the kernel's lock.
 errors_py='

@@ -41,6 +41,36 @@ TEST(ShimConfig, EmptyGivesDefaults)
 	EXPECT_FALSE(p.cfg.exec_drop);
 	EXPECT_EQ(p.cfg.log, log_target::none);
 	EXPECT_FALSE(needs_socket_events(p.cfg));
+	EXPECT_TRUE(p.cfg.guard_events) << "the guard uses events where they load";
+	EXPECT_FALSE(p.cfg.guard_bpf);
+}
+
+// The guard's sources: events (default on) and the BPF pass (default off).
+TEST(ShimConfig, GuardSources)
+{
+	auto p = parse_text("guard:10,guard_events:off,guard_bpf:on");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_EQ(p.cfg.guard_ms, 10);
+	EXPECT_FALSE(p.cfg.guard_events);
+	EXPECT_TRUE(p.cfg.guard_bpf);
+	p = parse_text("guard_events:off,guard_bpf:on,guard_events:on,guard_bpf:off");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_TRUE(p.cfg.guard_events) << "later items win";
+	EXPECT_FALSE(p.cfg.guard_bpf);
+	EXPECT_FALSE(needs_socket_events(p.cfg)) << "no socket hooks for the guard's sources";
+}
+
+// A bad value names the item and says what the key takes.
+TEST(ShimConfig, GuardSourcesBadValueNamed)
+{
+	auto p = parse_text("guard:10,guard_events:yes");
+	EXPECT_FALSE(p.ok);
+	EXPECT_NE(p.err.find("item 2 'guard_events:yes'"), std::string::npos) << p.err;
+	EXPECT_NE(p.err.find("guard_events must be on or off"), std::string::npos) << p.err;
+	p = parse_text("guard_bpf:1");
+	EXPECT_FALSE(p.ok);
+	EXPECT_NE(p.err.find("item 1 'guard_bpf:1'"), std::string::npos) << p.err;
+	EXPECT_NE(p.err.find("guard_bpf must be on or off"), std::string::npos) << p.err;
 }
 
 TEST(ShimConfig, TheIssueExample)
@@ -185,7 +215,9 @@ INSTANTIATE_TEST_SUITE_P(
 		      "port=80.rcv:1M", "force:yes", "force:", "exec:keep", "log:file",
 		      "log:fd=", "log:fd=x", "log:fd=-1", "log:relative/path", "log_rate:0",
 		      "log_rate:-3", "log_rate:fast", "log_rate:10000001", "guard:0", "guard:60001",
-		      "guard:5ms", "guard:-1", "guard:", "policy:initial\n:x", "policy\x01:initial",
+		      "guard:5ms", "guard:-1", "guard:", "guard_events:yes", "guard_events:ON",
+		      "guard_events:", "guard_events:on off", "guard_bpf:1", "guard_bpf:true",
+		      "guard_bpf:", "guard_bpf.snd:on", "policy:initial\n:x", "policy\x01:initial",
 		      "\xff\xfe:lock"));
 
 TEST(ShimConfig, LongLogPathRejected)

@@ -322,3 +322,88 @@ TEST(Registry, AFullTableCountsWhatItDropped)
 	EXPECT_EQ(reg::publish(1'000'000, 1, 1, reg::by_shim), 0) << "slots are free again";
 	reg::withdraw(1'000'000, reg::by_shim);
 }
+
+// A table published for another process (sockbuf run --via seccomp, sockbuf
+// fix --guard): read by that process's pid while the publisher maps it,
+// refused as stale once no process maps it, gone with the object; a
+// forked copy of the publisher takes it over.
+TEST(Registry, AForeignTableIsReadForItsProcessWhileItsPublisherMapsIt)
+{
+	// The process published for: a child that only waits (it maps no table).
+	int hold[2];
+	ASSERT_EQ(pipe(hold), 0);
+	pid_t target = fork();
+	ASSERT_GE(target, 0);
+	if (target == 0) {
+		close(hold[1]);
+		char c;
+		_exit(read(hold[0], &c, 1) >= 0 ? 0 : 1);
+	}
+	close(hold[0]);
+	std::string path =
+	    reg::file_path(reg::default_dir, target, reg::process_start_time(target));
+	{
+		reg::foreign_table ft;
+		ASSERT_EQ(ft.open(target), 0);
+		EXPECT_EQ(ft.open(target), -EALREADY);
+		EXPECT_EQ(ft.publish(0, 1, 1, reg::by_shim), -EINVAL);
+		ASSERT_EQ(ft.publish(930001, 131072, 0, reg::by_shim), 0);
+		ASSERT_EQ(ft.publish(930001, 131072, 0, reg::by_guard), 0);
+		ASSERT_EQ(ft.publish(930002, 0, 65536, reg::by_shim), 0);
+		reg::table t;
+		std::string why;
+		ASSERT_EQ(reg::read_pid(target, &t, &why), 0) << why;
+		EXPECT_EQ(t.publisher, getpid());
+		ASSERT_NE(find(t, 930001), nullptr);
+		EXPECT_EQ(find(t, 930001)->who, uint32_t(reg::by_guard | reg::by_shim));
+		ft.withdraw(930002, reg::by_shim);
+		ASSERT_EQ(reg::read_pid(target, &t, &why), 0) << why;
+		EXPECT_EQ(find(t, 930002), nullptr);
+		reg::table own;
+		if (reg::read_pid(getpid(), &own, nullptr) == 0) {
+			EXPECT_EQ(find(own, 930001), nullptr)
+			    << "the publisher's own table is not written";
+		}
+
+		// A forked copy takes it over: the parent releases (file kept,
+		// unmapped: stale while nobody maps it), the child maps it again.
+		ft.release();
+		EXPECT_EQ(reg::read_pid(target, &t, &why), -ESTALE)
+		    << "nobody maps it: a dead publisher's table is stale";
+		int p[2], go[2]; // the copy's answer; the parent's "done looking"
+		ASSERT_EQ(pipe(p), 0);
+		ASSERT_EQ(pipe(go), 0);
+		pid_t copy = fork();
+		ASSERT_GE(copy, 0);
+		if (copy == 0) {
+			close(p[0]);
+			close(go[1]);
+			int ok =
+			    ft.reopen() == 0 && ft.publish(930003, 8192, 8192, reg::by_guard) == 0;
+			char c = ok ? 'y' : 'n';
+			ssize_t n = write(p[1], &c, 1);
+			n += read(go[0], &c, 1); // 0 at end of file: the parent has looked
+			_exit(n > 0 ? 0 : 1);
+		}
+		close(p[1]);
+		close(go[0]);
+		char c = 0;
+		ASSERT_EQ(read(p[0], &c, 1), 1);
+		EXPECT_EQ(c, 'y');
+		ASSERT_EQ(reg::read_pid(target, &t, &why), 0) << why;
+		EXPECT_EQ(t.publisher, copy);
+		EXPECT_NE(find(t, 930001), nullptr);
+		EXPECT_NE(find(t, 930003), nullptr);
+		close(p[0]);
+		close(go[1]);
+		waitpid(copy, nullptr, 0);
+		ASSERT_EQ(ft.reopen(), 0) << "the file is still there: mapped here again";
+		struct stat st;
+		ASSERT_EQ(stat(path.c_str(), &st), 0);
+		EXPECT_EQ(st.st_mode & 0777, 0600u);
+	}
+	struct stat st;
+	EXPECT_NE(stat(path.c_str(), &st), 0) << "the file goes with the object: " << path;
+	close(hold[1]);
+	waitpid(target, nullptr, 0);
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+#include "remote_guard.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace sockbuf::cli::remote
+{
+
+namespace
+{
+
+// The test seam: SOCKBUF_RUN_FAULT=guard_no_precheck skips the /proc
+// check of a pass, so that a reused number reaches the restore and only
+// the cookie check at the write keeps it unwritten.
+bool no_precheck()
+{
+	const char *f = std::getenv("SOCKBUF_RUN_FAULT");
+	return f && !std::strcmp(f, "guard_no_precheck");
+}
+
+uint64_t cookie_of(int fd)
+{
+	uint64_t c = 0;
+	socklen_t len = sizeof(c);
+	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &len) != 0 || len != sizeof(c))
+		return 0;
+	return c;
+}
+
+// The states a dump reports sizes for (as the library's guard asks).
+uint32_t full_socket_states()
+{
+	return ~((1u << TCP_SYN_RECV) | (1u << TCP_TIME_WAIT) | (1u << 12 /* NEW_SYN_RECV */));
+}
+
+} // namespace
+
+guard::guard(bool restore, uint32_t who) : restore_(restore), who_(who) {}
+
+guard::process::~process()
+{
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+void guard::end()
+{
+	socks_.clear();
+	procs_.clear();
+}
+
+guard::process *guard::proc(pid_t pid)
+{
+	auto it = procs_.find(pid);
+	if (it != procs_.end())
+		return it->second.get();
+	auto p = std::make_unique<process>();
+	p->pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+	if (p->pidfd < 0)
+		return nullptr;
+	p->table.open(pid); // no table (publication off): guarded all the same
+	return procs_.emplace(pid, std::move(p)).first->second.get();
+}
+
+int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
+{
+	struct stat st;
+	if (fstat(dup, &st) != 0)
+		return -errno;
+	int family = 0;
+	socklen_t len = sizeof(family);
+	if (getsockopt(dup, SOL_SOCKET, SO_DOMAIN, &family, &len) != 0)
+		return -errno;
+	socket_ref s;
+	s.pid = pid;
+	s.fd = fd;
+	s.cookie = cookie_of(dup);
+	s.inode = uint32_t(st.st_ino);
+	s.family = family;
+	s.floor = floor;
+	if (s.cookie == 0)
+		return -EOPNOTSUPP; // before 4.12: no identity to check at the write
+	process *p = proc(pid);
+	if (!p)
+		return -errno;
+	p->sockets++; // counted first: replacing its only socket keeps its table
+	for (size_t i = 0; i < socks_.size(); i++) {
+		socket_ref &o = socks_[i];
+		if (o.pid != pid || o.fd != fd)
+			continue;
+		if (o.cookie == s.cookie) {
+			if (!s.floor.snd)
+				s.floor.snd = o.floor.snd;
+			if (!s.floor.rcv)
+				s.floor.rcv = o.floor.rcv;
+		}
+		drop(i, o.cookie == s.cookie ? keep : reused);
+		break;
+	}
+	socks_.push_back(s);
+	for (registry::source w : {registry::by_shim, registry::by_guard})
+		if (who_ & w)
+			p->table.publish(s.inode, s.floor.snd, s.floor.rcv, w);
+	return 0;
+}
+
+void guard::release()
+{
+	for (auto &[pid, p] : procs_)
+		p->table.release();
+	procs_.clear();
+	socks_.clear();
+}
+
+void guard::after_fork_child()
+{
+	diag_.after_fork();
+	for (auto &[pid, p] : procs_)
+		p->table.reopen();
+}
+
+// Entry i leaves (the last takes its place); its process's table and
+// pidfd go with its last socket.
+void guard::drop(size_t i, verdict why)
+{
+	const socket_ref s = socks_[i];
+	socks_[i] = socks_.back();
+	socks_.pop_back();
+	if (why == gone)
+		totals_.gone++;
+	else if (why == reused)
+		totals_.reused++;
+	auto it = procs_.find(s.pid);
+	if (it == procs_.end())
+		return;
+	process &p = *it->second;
+	p.table.withdraw(s.inode, registry::by_shim);
+	p.table.withdraw(s.inode, registry::by_guard);
+	if (--p.sockets == 0)
+		procs_.erase(it);
+}
+
+// Does fd s.fd of s.pid still name the socket?  By its inode in /proc,
+// without taking it.
+guard::verdict guard::still_there(const socket_ref &s) const
+{
+	char path[64], link[64];
+	fmt::format_to_n(path, sizeof(path) - 1, "/proc/{}/fd/{}", s.pid, s.fd).out[0] = '\0';
+	const ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return gone; // closed, or the process is gone
+	link[n] = '\0';
+	unsigned long ino = 0;
+	if (std::sscanf(link, "socket:[%lu]", &ino) != 1)
+		return reused; // the number now names something else
+	return ino == s.inode ? keep : reused;
+}
+
+void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restored)
+{
+	const socket_ref s = socks_[i];
+	auto it = procs_.find(s.pid);
+	const int pidfd = it == procs_.end() ? -1 : it->second->pidfd;
+	const int dup = pidfd < 0 ? -1 : int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	if (dup < 0) {
+		if (errno == EBADF || errno == ESRCH || pidfd < 0)
+			drop(i, gone);
+		else
+			totals_.errors++; // EPERM and the like: tried again next pass
+		return;
+	}
+	// The identity rule: the cookie right before the write.
+	if (cookie_of(dup) != s.cookie) {
+		close(dup);
+		drop(i, reused);
+		return;
+	}
+	struct sockbuf_report rep;
+	const int ret = sockbuf_restore_floor(dup, &s.floor, SOCKBUF_F_FALLBACK_DEFAULT, &rep);
+	close(dup);
+	if (ret < 0) {
+		totals_.errors++;
+		return;
+	}
+	for (const struct sockbuf_dir_report *r : {&rep.snd, &rep.rcv})
+		if (r->strategy != SOCKBUF_STRAT_HELD && r->strategy != SOCKBUF_STRAT_DEFAULT &&
+		    r->strategy != SOCKBUF_STRAT_NONE)
+			totals_.restored++;
+	if (restored)
+		restored(s, snd, rcv, rep);
+}
+
+void guard::pass(const restore_fn &restored)
+{
+	totals_.passes++;
+	const size_t n = socks_.size();
+	if (n == 0)
+		return;
+	// Sizes by cookie, from one dump (only when restoring).
+	struct sizes {
+		int64_t snd = -1, rcv = -1;
+		bool seen = false;
+	};
+	std::vector<sizes> now(n);
+	if (restore_ && !diag_.is_open())
+		dump_err_ = diag_.open();
+	if (restore_ && diag_.is_open()) {
+		std::unordered_map<uint64_t, size_t> by_cookie;
+		for (size_t i = 0; i < n; i++)
+			by_cookie.emplace(socks_[i].cookie, i);
+		diag::filter f;
+		f.states = full_socket_states();
+		f.tcp_info = false;
+		dump_err_ = diag_.each(f, [&](const diag::socket_info &si) {
+			auto it = by_cookie.find(si.cookie);
+			if (it != by_cookie.end())
+				now[it->second] = {si.sndbuf, si.rcvbuf, true};
+		});
+	}
+	// Which numbers still name their socket, through /proc: every socket
+	// the dump did not show (closed, or not bound yet) and a rolling
+	// ceil(n / 16) of the others, so that a socket that lives on in
+	// another process (a forked child, a copy) leaves within 16 passes
+	// of its number's reuse.  Backwards: a drop moves the last entry into
+	// the place of one already looked at.
+	const size_t step = (n + 15) / 16;
+	if (sweep_ >= n)
+		sweep_ = 0;
+	const size_t lo = sweep_, hi = std::min(n, lo + step);
+	sweep_ = hi;
+	if (!no_precheck())
+		for (size_t i = n; i-- > 0;) {
+			if (now[i].seen && (i < lo || i >= hi))
+				continue;
+			const verdict v = still_there(socks_[i]);
+			if (v == keep)
+				continue;
+			drop(i, v);
+			now[i] = now.back();
+			now.pop_back();
+		}
+	if (!restore_)
+		return;
+	for (size_t i = socks_.size(); i-- > 0;) {
+		const socket_ref &s = socks_[i];
+		const sizes &z = now[i];
+		const bool snd_below = s.floor.snd && z.snd >= 0 && z.snd < s.floor.snd;
+		const bool rcv_below = s.floor.rcv && z.rcv >= 0 && z.rcv < s.floor.rcv;
+		if (!snd_below && !rcv_below)
+			continue;
+		totals_.below += uint64_t(snd_below) + uint64_t(rcv_below);
+		restore(i, z.snd, z.rcv, restored);
+	}
+}
+
+} // namespace sockbuf::cli::remote

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// A floor guard for another process's sockets: `sockbuf run --via seccomp
+// --floor-guard MS` (the supervisor) and `sockbuf fix --floor SIZE --guard`.
+//
+// It keeps no duplicate of any socket open (a held duplicate would keep a
+// connection alive after the program closed it): per socket it remembers
+// the process, the fd number, the socket's cookie and inode, and the
+// floors.  A pass reads every guarded socket's sizes from one inet_diag
+// dump of this network namespace (by cookie), and checks that an fd
+// number still names its socket through /proc/PID/fd (the inode; no
+// duplicate) for each socket the dump did not show and for a rolling
+// sixteenth of the others.  Only a socket below its floor is taken, with pidfd_getfd():
+// its SO_COOKIE must be the one remembered right before the write (the
+// guard's identity rule: a number that now names another socket is never
+// written), sockbuf_restore_floor() raises it, and the duplicate is
+// closed at once.  A socket that is not in the dump (not yet bound or
+// connected) is left unread: the kernel cuts established sockets.
+//
+// The floors are published for the process (registry::foreign_table), so
+// that `sockbuf show PID` sees them.  One thread.
+#pragma once
+
+#include "diag.h"
+#include "floor_registry.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace sockbuf::cli::remote
+{
+
+struct socket_ref {
+	pid_t pid = 0;
+	int fd = -1;
+	uint64_t cookie = 0;
+	uint32_t inode = 0;
+	int family = 0;
+	struct sockbuf_floor floor = {0, 0};
+};
+
+struct totals {
+	uint64_t passes = 0;
+	uint64_t below = 0;    // directions found below their floor
+	uint64_t restored = 0; // directions raised back
+	uint64_t gone = 0;     // sockets closed (or their process gone)
+	uint64_t reused = 0;   // fd numbers that came to name another socket
+	uint64_t errors = 0;
+};
+
+class guard
+{
+public:
+	// @restore: false only publishes the floors and forgets closed
+	// sockets; true also restores.  @who: the registry::source bits the
+	// floors are published as (by_shim for what the supervisor sets as
+	// the shim would, by_guard while guarding).
+	guard(bool restore, uint32_t who);
+	~guard() = default;
+	guard(const guard &) = delete;
+	guard &operator=(const guard &) = delete;
+
+	// The floors of fd @fd of process @pid, whose duplicate @dup the
+	// caller holds now (its cookie and inode are read from it).  A
+	// direction left 0 in @floor keeps the floor it had for the same
+	// socket.  0 or -errno.
+	int add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor);
+
+	size_t size() const { return socks_.size(); }
+
+	// One pass.  @restored sees each socket raised, with the sizes read
+	// before and the report of the restore.
+	using restore_fn = std::function<void(const socket_ref &, int64_t snd_before,
+					      int64_t rcv_before, const struct sockbuf_report &)>;
+	void pass(const restore_fn &restored);
+
+	// A copy of this process made with fork() takes the guard over: the
+	// parent calls release() (it forgets its sockets, and leaves the
+	// published tables in place), the child after_fork_child() (maps the
+	// tables again: they are not inherited, and names itself their
+	// publisher).
+	void release();
+	void after_fork_child();
+	// Forgets every socket and removes the published tables (as the
+	// destructor does, for a process about to _exit()).
+	void end();
+
+	const totals &stats() const { return totals_; }
+	// The reason of the last dump that failed (empty when none).
+	int dump_error() const { return dump_err_; }
+
+private:
+	struct process {
+		int pidfd = -1;
+		registry::foreign_table table;
+		size_t sockets = 0;
+		process() = default;
+		~process();
+		process(const process &) = delete;
+		process &operator=(const process &) = delete;
+	};
+	enum verdict { keep, gone, reused };
+
+	process *proc(pid_t pid);
+	void drop(size_t i, verdict why);
+	verdict still_there(const socket_ref &s) const;
+	void restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restored);
+
+	const bool restore_;
+	const uint32_t who_;
+	std::vector<socket_ref> socks_;
+	std::map<pid_t, std::unique_ptr<process>> procs_;
+	diag::session diag_;
+	int dump_err_ = 0;
+	size_t sweep_ = 0; // the next /proc check of the rolling sweep
+	totals totals_;
+};
+
+} // namespace sockbuf::cli::remote

@@ -13,7 +13,7 @@
 // inherited: threads, fork and exec are followed.
 #pragma once
 
-#include "config.h"
+#include "shim/config.h"
 
 #include <string>
 

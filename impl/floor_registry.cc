@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "floor_registry.h"
 
+#include "read_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -66,12 +68,8 @@ uint64_t start_time_of(int pid)
 	else
 		p = put_str(p, "self");
 	put_str(p, "/stat")[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	char buf[1024];
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = fileio::read_file(path, buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';

@@ -2,7 +2,7 @@
 // `sockbuf show` against sockets this test opened with known sizes and
 // locks, against a child process's floors, and the diagnosis wording
 // against synthetic sockets.
-#include "floor_registry.h"
+#include "floor_read.h"
 #include "show_diagnose.h"
 
 #include <sockbuf/sockbuf.h>

@@ -257,7 +257,7 @@ TEST(ShowDiagnose, Units)
 	EXPECT_EQ(human_rate(262144 / 0.05), "5 MB/s");
 }
 
-// Floors published by another process (impl/floor_registry.h): a child
+// Floors published by another process (impl/internal/floor_registry.h): a child
 // with a floor guard over loopback connections pushes one send buffer
 // below its floor on command; show must flag exactly that socket.
 

@@ -135,7 +135,7 @@ TEST_F(ReadFile, CapStopsTheRead)
 	std::string path = make("capped", text);
 	arm(mode::eintr_every_other);
 	char buf[100];
-	EXPECT_EQ(fileio::read_file(path.c_str(), buf, sizeof(buf)), ssize_t(sizeof(buf)));
+	ASSERT_EQ(fileio::read_file(path.c_str(), buf, sizeof(buf)), ssize_t(sizeof(buf)));
 	EXPECT_EQ(std::string(buf, sizeof(buf)), text.substr(0, sizeof(buf)));
 
 	arm(mode::eintr_every_other);

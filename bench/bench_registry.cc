@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What publishing floors for `sockbuf show` costs (impl/floor_registry.h):
+// What publishing floors for `sockbuf show` costs (impl/internal/floor_registry.h):
 // one publish + withdraw pair alone, and sockbuf_guard_add + _remove on a
 // real socket, which includes that pair unless the process runs with
 // SOCKBUF_FLOOR_REGISTRY=0 (run the binary both ways to compare).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "cgroup.h"
 
+#include "read_file.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <cerrno>
@@ -109,9 +111,7 @@ template <typename Fn> bool read_lines(const char *path, Fn fn)
 	size_t have = 0;
 	bool skipping = false;
 	for (;;) {
-		ssize_t n = ::read(fd, buf + have, sizeof(buf) - have);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = fileio::read_all(fd, buf + have, sizeof(buf) - have);
 		if (n <= 0)
 			break;
 		have += size_t(n);

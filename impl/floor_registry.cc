@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "floor_registry.h"
 
+#include "read_file.h"
+
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <new>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace sockbuf::registry
 {
@@ -66,12 +65,8 @@ uint64_t start_time_of(int pid)
 	else
 		p = put_str(p, "self");
 	put_str(p, "/stat")[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	char buf[1024];
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = fileio::read_file(path, buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -345,7 +340,9 @@ int foreign_table::open(int pid)
 	const uint64_t start = start_time_of(pid);
 	if (pid <= 0 || start == 0)
 		return -ESRCH;
-	path_ = file_path(default_dir, pid, start);
+	char path[160];
+	make_path(path, default_dir, pid, start);
+	path_ = path;
 	return make_file(path_.c_str(), pid, start, getpid(), &h_);
 }
 
@@ -419,218 +416,9 @@ void close_own()
 		unlink(g_path);
 }
 
-// ---- Readers ----
-
 uint64_t process_start_time(int pid)
 {
 	return pid > 0 ? start_time_of(pid) : 0;
-}
-
-std::string file_path(const std::string &dir, int pid, uint64_t start_time)
-{
-	char name[96];
-	char *p = put_str(name, file_prefix);
-	p = put_u64(p, uint64_t(pid));
-	*p++ = '.';
-	put_u64(p, start_time)[0] = '\0';
-	return dir + "/" + name;
-}
-
-namespace
-{
-
-int fail(std::string *why, int err, const std::string &text)
-{
-	if (why)
-		*why = text;
-	return err;
-}
-
-// One whole copy of the file, through read(): a file shrunk under us
-// gives a short read, never a SIGBUS.
-bool read_all(int fd, std::vector<char> *buf)
-{
-	size_t got = 0;
-	while (got < buf->size()) {
-		ssize_t n = pread(fd, buf->data() + got, buf->size() - got, off_t(got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		got += size_t(n);
-	}
-	return true;
-}
-
-struct plain_slot {
-	uint32_t seq, taken;
-	uint64_t inode;
-	uint32_t who;
-	int32_t snd, rcv;
-};
-
-plain_slot slot_at(const std::vector<char> &buf, size_t i)
-{
-	const char *p = buf.data() + sizeof(file_header) + i * sizeof(file_slot);
-	plain_slot s;
-	std::memcpy(&s.seq, p + offsetof(file_slot, seq), 4);
-	std::memcpy(&s.taken, p + offsetof(file_slot, taken), 4);
-	std::memcpy(&s.inode, p + offsetof(file_slot, inode), 8);
-	std::memcpy(&s.who, p + offsetof(file_slot, who), 4);
-	std::memcpy(&s.snd, p + offsetof(file_slot, snd), 4);
-	std::memcpy(&s.rcv, p + offsetof(file_slot, rcv), 4);
-	return s;
-}
-
-bool same(const plain_slot &a, const plain_slot &b)
-{
-	return a.seq == b.seq && a.taken == b.taken && a.inode == b.inode && a.who == b.who &&
-	       a.snd == b.snd && a.rcv == b.rcv;
-}
-
-// Whether process @pid maps the file with inode @ino (an exec() drops the
-// mapping).  Unreadable maps: assumed mapped (pid and start time matched).
-bool still_mapped(int pid, ino_t ino)
-{
-	std::string maps = "/proc/" + std::to_string(pid) + "/maps";
-	FILE *f = std::fopen(maps.c_str(), "re");
-	if (!f)
-		return true;
-	char line[512];
-	bool found = false;
-	while (!found && std::fgets(line, sizeof(line), f)) {
-		unsigned long long inode = 0;
-		char path[256] = "";
-		if (std::sscanf(line, "%*s %*s %*s %*s %llu %255s", &inode, path) == 2 &&
-		    inode == ino && std::strstr(path, file_prefix))
-			found = true;
-	}
-	std::fclose(f);
-	return found;
-}
-
-} // namespace
-
-int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
-	      std::string *why)
-{
-	int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int err = errno;
-		return fail(why, -err, path + ": " + std::strerror(err));
-	}
-	struct stat st;
-	int ret = fstat(fd, &st);
-	std::vector<char> a, b;
-	if (ret == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077) &&
-	    size_t(st.st_size) == file_size) {
-		a.resize(file_size);
-		b.resize(file_size);
-		if (!read_all(fd, &a) || !read_all(fd, &b))
-			a.clear();
-	}
-	close(fd);
-	if (ret != 0)
-		return fail(why, -EIO, path + ": fstat failed");
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
-		return fail(why, -EPERM,
-			    path + ": not a regular file of the process's user with mode 0600");
-	if (size_t(st.st_size) != file_size || a.empty())
-		return fail(why, -EBADMSG,
-			    path + ": size " + std::to_string(st.st_size) + ", expected " +
-				std::to_string(file_size));
-	file_header h;
-	std::memcpy(static_cast<void *>(&h), a.data(), sizeof(h));
-	if (std::memcmp(h.magic, file_magic, sizeof(file_magic)) != 0)
-		return fail(why, -EBADMSG, path + ": not a sockbuf floor table (magic)");
-	if (h.version != file_version || h.header_size != sizeof(file_header) ||
-	    h.slot_size != sizeof(file_slot) || h.nslots != slot_count)
-		return fail(why, -EPROTO,
-			    path + ": table version " + std::to_string(h.version) +
-				" or layout not understood");
-	if (h.pid != pid || h.start_time != start_time)
-		return fail(why, -ESTALE, path + ": written by another process");
-	std::unordered_map<uint64_t, size_t> by_inode;
-	table t;
-	t.dropped = h.dropped.load(std::memory_order_relaxed);
-	t.publisher = h.publisher;
-	for (size_t i = 0; i < slot_count; i++) {
-		plain_slot s = slot_at(a, i);
-		// Seqlock over two copies: only a slot no writer touched between
-		// them, and not mid-write, counts.
-		if (!s.taken || !s.inode || (s.seq & 1) || !same(s, slot_at(b, i)))
-			continue;
-		if ((s.who != by_guard && s.who != by_shim) || s.snd < 0 || s.rcv < 0)
-			continue;
-		auto [it, fresh] = by_inode.emplace(s.inode, t.entries.size());
-		if (fresh) {
-			t.entries.push_back({s.inode, s.snd, s.rcv, s.who});
-			continue;
-		}
-		entry &e = t.entries[it->second];
-		e.snd = std::max(e.snd, int(s.snd));
-		e.rcv = std::max(e.rcv, int(s.rcv));
-		e.who |= s.who;
-	}
-	*out = std::move(t);
-	return 0;
-}
-
-int read_pid(int pid, table *out, std::string *why)
-{
-	uint64_t start = process_start_time(pid);
-	struct stat proc;
-	std::string proc_dir = "/proc/" + std::to_string(pid);
-	if (start == 0 || stat(proc_dir.c_str(), &proc) != 0)
-		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
-	std::string path = file_path(default_dir, pid, start);
-	// The process's user, or root: a worker forked by a root master
-	// publishes its inherited floors at fork() (the shim's fork seed),
-	// before it changes user; only root can have made a root-owned file.
-	struct stat owner;
-	uid_t uid = proc.st_uid;
-	if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
-		uid = 0;
-	int ret = read_file(path, pid, start, uid, out, why);
-	if (ret < 0)
-		return ret;
-	struct stat st;
-	// A foreign table: its publisher maps it, never the process.
-	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino) &&
-	    !(out->publisher > 0 && still_mapped(out->publisher, st.st_ino))) {
-		*out = table{};
-		return fail(why, -ESTALE, path + ": left by an earlier program of this process");
-	}
-	return 0;
-}
-
-int clean_stale(const std::string &dir)
-{
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return 0;
-	const size_t plen = std::strlen(file_prefix);
-	int removed = 0;
-	while (dirent *e = readdir(d)) {
-		if (std::strncmp(e->d_name, file_prefix, plen) != 0)
-			continue;
-		unsigned long pid = 0;
-		unsigned long long start = 0;
-		int used = 0;
-		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
-		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
-			continue;
-		if (process_start_time(int(pid)) == start)
-			continue; // alive
-		std::string path = dir + "/" + e->d_name;
-		struct stat st;
-		if (lstat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid()))
-			continue;
-		if (unlink(path.c_str()) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
 }
 
 } // namespace sockbuf::registry

@@ -26,6 +26,14 @@ void set_uring_setup_hook(int (*fn)(unsigned int entries, void *params))
 {
 	g_uring_setup_hook.store(fn, std::memory_order_release);
 }
+namespace
+{
+std::atomic<ssize_t (*)(int, void *, size_t)> g_read_hook{nullptr};
+} // namespace
+void set_read_hook(ssize_t (*fn)(int fd, void *buf, size_t len))
+{
+	g_read_hook.store(fn, std::memory_order_release);
+}
 #define SOCKBUF_HOOK(member, ...)                                                                  \
 	do {                                                                                       \
 		const hooks *h_ = g_hooks.load(std::memory_order_acquire);                         \
@@ -102,6 +110,16 @@ int uring_enter(int fd, unsigned int to_submit, unsigned int min_complete, unsig
 {
 	long n = ::syscall(SYS_io_uring_enter, fd, to_submit, min_complete, flags, nullptr, 0);
 	return n >= 0 ? int(n) : -errno;
+}
+
+ssize_t read(int fd, void *buf, size_t len)
+{
+#ifdef SOCKBUF_TEST_SEAM
+	if (auto fn = g_read_hook.load(std::memory_order_acquire))
+		return fn(fd, buf, len);
+#endif
+	ssize_t n = ::read(fd, buf, len);
+	return n >= 0 ? n : -errno;
 }
 
 void close(int fd)

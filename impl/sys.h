@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 namespace sockbuf::sys
 {
@@ -20,6 +21,10 @@ void close(int fd);
 // number submitted or -errno), for the guard's batched reads.
 int uring_setup(unsigned int entries, void *params);
 int uring_enter(int fd, unsigned int to_submit, unsigned int min_complete, unsigned int flags);
+
+// read(2): the count or -errno, one call, EINTR not retried (read_file.h
+// retries it).  Async-signal-safe.
+ssize_t read(int fd, void *buf, size_t len);
 
 // Integer getsockopt/setsockopt, the common case.
 int get_int(int fd, int level, int name, int *out);
@@ -38,6 +43,10 @@ void set_hooks(const hooks *h); // nullptr removes them
 // Sees every io_uring_setup first, like the hooks above (nullptr removes
 // it): a test makes the ring unavailable with it.
 void set_uring_setup_hook(int (*fn)(unsigned int entries, void *params));
+// Replaces every read() above (nullptr removes it): the hook's result is
+// the call's (the count or -errno); a hook that lets a call through makes
+// it itself.  Tests open the EINTR path of read_file.h with it.
+void set_read_hook(ssize_t (*fn)(int fd, void *buf, size_t len));
 #endif
 
 } // namespace sockbuf::sys

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "sysctl.h"
 
+#include "read_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -22,12 +24,8 @@ int read_ints(const char *path, int *out, int n)
 {
 	for (int i = 0; i < n; i++)
 		out[i] = -1;
-	int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	char buf[128];
-	ssize_t len = ::read(fd, buf, sizeof(buf) - 1);
-	::close(fd);
+	ssize_t len = fileio::read_file(path, buf, sizeof(buf) - 1);
 	if (len <= 0)
 		return 0;
 	buf[len] = '\0';

@@ -30,7 +30,7 @@ std::atomic<bool> g_active{false};
 // closed socket's floors leave the registry when its fd number is reused.
 std::atomic<uint64_t> g_published[fd_table_size];
 
-// Publishes @e's floors for `sockbuf show` (impl/floor_registry.h); both
+// Publishes @e's floors for `sockbuf show` (impl/internal/floor_registry.h); both
 // 0 withdraws them.
 void publish_floors(int fd, const fd_state *e)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Floors across fork(): a pre-fork server's workers hold the sockets the
-// master sized, but the floor registry (impl/floor_registry.h) is per
+// master sized, but the floor registry (impl/internal/floor_registry.h) is per
 // process and a child starts with none, so `sockbuf show` would list the
 // workers' copies with no floor.  The child handler republishes, into the
 // child's own table, the floors of every inherited socket the shim's

@@ -8,6 +8,8 @@
 #include "log.h"
 #include "real.h"
 
+#include "read_file.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <cerrno>
@@ -44,22 +46,13 @@ void read_file(load_input *in)
 {
 	const char *named = std::getenv("SOCKBUF_SHIM_CONF");
 	in->file_name = named && *named ? named : default_conf_path;
-	int fd = ::open(in->file_name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	ssize_t n = fileio::read_file(in->file_name, g_file_text, sizeof(g_file_text));
+	if (n < 0) {
 		if (named && *named)
-			in->file_error = std::strerror(errno);
+			in->file_error = std::strerror(int(-n));
 		return;
 	}
-	size_t got = 0;
-	while (got < sizeof(g_file_text)) {
-		ssize_t n = ::read(fd, g_file_text + got, sizeof(g_file_text) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += size_t(n);
-	}
-	::close(fd);
+	size_t got = size_t(n);
 	if (got == sizeof(g_file_text)) {
 		in->file_error = "file larger than 8 KiB";
 		return;

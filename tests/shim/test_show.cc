@@ -2,7 +2,7 @@
 // `sockbuf show` against sockets this test opened with known sizes and
 // locks, against a child process's floors, and the diagnosis wording
 // against synthetic sockets.
-#include "floor_registry.h"
+#include "floor_read.h"
 #include "show_diagnose.h"
 
 #include <sockbuf/sockbuf.h>
@@ -257,7 +257,7 @@ TEST(ShowDiagnose, Units)
 	EXPECT_EQ(human_rate(262144 / 0.05), "5 MB/s");
 }
 
-// Floors published by another process (impl/floor_registry.h): a child
+// Floors published by another process (impl/internal/floor_registry.h): a child
 // with a floor guard over loopback connections pushes one send buffer
 // below its floor on command; show must flag exactly that socket.
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Which kernel event made a C3 floor violation: the events the tracefs
-// recorder (impl/trace) saw are matched to each violation, on its socket
+// recorder (tools/trace) saw are matched to each violation, on its socket
 // where the event names one, otherwise in the millisecond before it.
 #pragma once
 

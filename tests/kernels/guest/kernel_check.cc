@@ -23,7 +23,7 @@
 //                SOCKBUF_F_RESERVE_MEM, lock_bufsize (see memcg_run.h)
 //
 // The tcp_mem and memcg runs also carry "kernel_events": the kernel events
-// recorded through tracefs (impl/trace) before the sender's first sample
+// recorded through tracefs (tools/trace) before the sender's first sample
 // below its initial size and its floor, or why none could be (kevents.h).
 //
 // Exit: 0 ran, 1 a transfer could not be set up or (memcg runs, which

@@ -2,7 +2,7 @@
 // kevents.h - the kernel events behind a run's first send-buffer dip.
 //
 // Around each pressure run (tcp_mem, memcg) the check records kernel
-// events with the library's tracefs recorder (impl/trace: its own tracing
+// events with the library's tracefs recorder (tools/trace: its own tracing
 // instance, sock:sock_exceed_buf_limit, sock:inet_sock_set_state and the
 // kprobe events on the shrink and clamp paths).  After the run, the first
 // sample that found the sender's send buffer below its initial size, and

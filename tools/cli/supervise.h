@@ -16,7 +16,7 @@
 // of a socket is kept open.
 #pragma once
 
-#include "config.h"
+#include "shim/config.h"
 
 #include <string>
 

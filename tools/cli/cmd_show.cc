@@ -11,7 +11,7 @@
 #include "show_watch.h"
 #include "text_wrap.h"
 
-#include "floor_registry.h"
+#include "floor_read.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `sockbuf show PID --watch MS --trace`: the kernel events behind each
-// drop, from the tracefs recorder (impl/trace), matched to the dropped
+// drop, from the tracefs recorder (tools/trace), matched to the dropped
 // socket by its ports where the event names them, otherwise by time
 // alone.  Nothing is guessed: a drop with no event says so, and why.
 #pragma once

@@ -15,13 +15,15 @@
 //
 // Publication is on unless the environment has SOCKBUF_FLOOR_REGISTRY=0
 // (read once, at the first write).
+//
+// This is the format and the writer, in the library.  The reader and the
+// cleaner of stale files are the command's (tools/cli/floor_read.h).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <sys/types.h>
-#include <vector>
 
 namespace sockbuf::registry
 {
@@ -112,41 +114,8 @@ private:
 	std::string path_;
 };
 
-// Readers.  Nothing in the file is trusted.
-struct entry {
-	uint64_t inode = 0;
-	int snd = 0, rcv = 0; // the larger where both publishers set one
-	uint32_t who = 0;     // enum source bits
-};
-
-struct table {
-	std::vector<entry> entries;
-	uint32_t dropped = 0;
-	int publisher = 0; // the header's publisher: 0, or the pid writing for the process
-};
-
 // The start time of @pid (clock ticks), or 0 when unreadable.
+// Async-signal-safe.
 uint64_t process_start_time(int pid);
-
-// "/dev/shm/sockbuf-floors.PID.START".
-std::string file_path(const std::string &dir, int pid, uint64_t start_time);
-
-// Reads and checks the table at @path, which must belong to the process
-// @pid started at @start_time and be owned by @uid with no group or other
-// access.  0, or -errno with a reason in @why (-ENOENT: no table).
-int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
-	      std::string *why);
-
-// The live table of process @pid: the file named for its pid and start
-// time, owned by its user (or by root: made before a forked worker changed
-// user), and still mapped by it (an exec()ed process
-// drops the mapping: its table is stale) or, for a foreign_table, by its
-// publisher.
-int read_pid(int pid, table *out, std::string *why);
-
-// Removes files in @dir whose process is gone or whose start time does
-// not match (only files owned by the caller, unless root).  Returns the
-// number removed.
-int clean_stale(const std::string &dir);
 
 } // namespace sockbuf::registry

@@ -12,10 +12,8 @@
 #include "supervise.h"
 #endif
 
-#if __has_include("config.h") // shim/: the same parser the shim uses
-#include "config.h"
+#include "shim/config.h" // the same parser the shim uses
 #define SOCKBUF_RUN_CHECKS_CONFIG 1
-#endif
 
 #include <fmt/core.h>
 

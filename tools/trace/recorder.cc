@@ -4,6 +4,8 @@
 // that runs at stop(), in the destructor and from SIGINT/SIGTERM.
 #include "trace.h"
 
+#include "read_file.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -128,29 +130,6 @@ int write_file(const std::string &path, const std::string &text, bool append = f
 		w = write(fd, text.data(), text.size());
 	while (w < 0 && errno == EINTR);
 	int err = w < 0 ? -errno : 0;
-	close(fd);
-	return err;
-}
-
-// 0 or -errno; at most @cap bytes.
-int read_file(const std::string &path, std::string *out, size_t cap = 16u << 20)
-{
-	out->clear();
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	char buf[65536];
-	int err = 0;
-	while (out->size() < cap) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			err = -errno;
-		if (n <= 0)
-			break;
-		out->append(buf, size_t(n));
-	}
 	close(fd);
 	return err;
 }
@@ -312,7 +291,7 @@ int recorder::start_blocked()
 	auto enable = [&](const std::string &dir, const std::string &printed,
 			  const std::string &name) {
 		std::string text;
-		int e = read_file(dir + "/format", &text);
+		int e = fileio::read_file((dir + "/format").c_str(), &text);
 		event_format f;
 		if (e < 0 || !parse_format(text, &f)) {
 			st_.missing.push_back(name + ": not in this kernel (" +
@@ -345,8 +324,8 @@ int recorder::start_blocked()
 		if (!exists(T + "/kprobe_events")) {
 			st_.missing.push_back("kprobes: no kprobe_events (kernel built without "
 					      "CONFIG_KPROBE_EVENTS)");
-		} else if ((err = read_file(T + "/available_filter_functions", &funcs, 64u << 20)) <
-			   0) {
+		} else if ((err = fileio::read_file((T + "/available_filter_functions").c_str(),
+						    &funcs, 64u << 20)) < 0) {
 			st_.missing.push_back("kprobes: available_filter_functions unreadable (" +
 					      errtext(err) + ")");
 		} else {
@@ -440,8 +419,9 @@ int recorder::drain(std::vector<event> *out)
 	uint64_t dropped = 0;
 	for (int cpu = 0; cpu < 4096; cpu++) {
 		std::string stats;
-		if (read_file(st_.instance + "/per_cpu/cpu" + std::to_string(cpu) + "/stats",
-			      &stats) < 0)
+		if (fileio::read_file(
+			(st_.instance + "/per_cpu/cpu" + std::to_string(cpu) + "/stats").c_str(),
+			&stats) < 0)
 			break;
 		std::istringstream in(stats);
 		std::string line;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "show_collect.h"
 
-#include "floor_registry.h"
+#include "floor_read.h"
 #include "sysctl.h"
 
 #include <sockbuf/sockbuf.h>

@@ -26,7 +26,7 @@ struct shown_socket {
 	diag::socket_info info;
 	int lock = -1;	       // SOCKBUF_SND/SOCKBUF_RCV bits, -1 unknown
 	std::string lock_note; // why the lock is unknown
-	// The floors the process published (impl/floor_registry.h), 0: none.
+	// The floors the process published (impl/internal/floor_registry.h), 0: none.
 	int floor_snd = 0, floor_rcv = 0;
 	uint32_t floor_by = 0; // registry::source bits
 };

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+#include "floor_read.h"
+
+#include "read_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace sockbuf::registry
+{
+
+std::string file_path(const std::string &dir, int pid, uint64_t start_time)
+{
+	return dir + "/" + file_prefix + std::to_string(pid) + "." + std::to_string(start_time);
+}
+
+namespace
+{
+
+int fail(std::string *why, int err, const std::string &text)
+{
+	if (why)
+		*why = text;
+	return err;
+}
+
+// One whole copy of the file, through read(): a file shrunk under us
+// gives a short read, never a SIGBUS.
+bool read_all(int fd, std::vector<char> *buf)
+{
+	return lseek(fd, 0, SEEK_SET) == 0 &&
+	       fileio::read_all(fd, buf->data(), buf->size()) == ssize_t(buf->size());
+}
+
+struct plain_slot {
+	uint32_t seq, taken;
+	uint64_t inode;
+	uint32_t who;
+	int32_t snd, rcv;
+};
+
+plain_slot slot_at(const std::vector<char> &buf, size_t i)
+{
+	const char *p = buf.data() + sizeof(file_header) + i * sizeof(file_slot);
+	plain_slot s;
+	std::memcpy(&s.seq, p + offsetof(file_slot, seq), 4);
+	std::memcpy(&s.taken, p + offsetof(file_slot, taken), 4);
+	std::memcpy(&s.inode, p + offsetof(file_slot, inode), 8);
+	std::memcpy(&s.who, p + offsetof(file_slot, who), 4);
+	std::memcpy(&s.snd, p + offsetof(file_slot, snd), 4);
+	std::memcpy(&s.rcv, p + offsetof(file_slot, rcv), 4);
+	return s;
+}
+
+bool same(const plain_slot &a, const plain_slot &b)
+{
+	return a.seq == b.seq && a.taken == b.taken && a.inode == b.inode && a.who == b.who &&
+	       a.snd == b.snd && a.rcv == b.rcv;
+}
+
+// Whether process @pid maps the file with inode @ino (an exec() drops the
+// mapping).  Unreadable maps: assumed mapped (pid and start time matched).
+bool still_mapped(int pid, ino_t ino)
+{
+	std::string maps;
+	if (fileio::read_file(("/proc/" + std::to_string(pid) + "/maps").c_str(), &maps) < 0)
+		return true;
+	for (size_t at = 0; at < maps.size();) {
+		size_t end = maps.find('\n', at);
+		if (end == std::string::npos)
+			end = maps.size();
+		std::string line = maps.substr(at, end - at);
+		at = end + 1;
+		unsigned long long inode = 0;
+		char path[256] = "";
+		if (std::sscanf(line.c_str(), "%*s %*s %*s %*s %llu %255s", &inode, path) == 2 &&
+		    inode == ino && std::strstr(path, file_prefix))
+			return true;
+	}
+	return false;
+}
+
+} // namespace
+
+int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
+	      std::string *why)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int err = errno;
+		return fail(why, -err, path + ": " + std::strerror(err));
+	}
+	struct stat st;
+	int ret = fstat(fd, &st);
+	std::vector<char> a, b;
+	if (ret == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077) &&
+	    size_t(st.st_size) == file_size) {
+		a.resize(file_size);
+		b.resize(file_size);
+		if (!read_all(fd, &a) || !read_all(fd, &b))
+			a.clear();
+	}
+	close(fd);
+	if (ret != 0)
+		return fail(why, -EIO, path + ": fstat failed");
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+		return fail(why, -EPERM,
+			    path + ": not a regular file of the process's user with mode 0600");
+	if (size_t(st.st_size) != file_size || a.empty())
+		return fail(why, -EBADMSG,
+			    path + ": size " + std::to_string(st.st_size) + ", expected " +
+				std::to_string(file_size));
+	file_header h;
+	std::memcpy(static_cast<void *>(&h), a.data(), sizeof(h));
+	if (std::memcmp(h.magic, file_magic, sizeof(file_magic)) != 0)
+		return fail(why, -EBADMSG, path + ": not a sockbuf floor table (magic)");
+	if (h.version != file_version || h.header_size != sizeof(file_header) ||
+	    h.slot_size != sizeof(file_slot) || h.nslots != slot_count)
+		return fail(why, -EPROTO,
+			    path + ": table version " + std::to_string(h.version) +
+				" or layout not understood");
+	if (h.pid != pid || h.start_time != start_time)
+		return fail(why, -ESTALE, path + ": written by another process");
+	std::unordered_map<uint64_t, size_t> by_inode;
+	table t;
+	t.dropped = h.dropped.load(std::memory_order_relaxed);
+	t.publisher = h.publisher;
+	for (size_t i = 0; i < slot_count; i++) {
+		plain_slot s = slot_at(a, i);
+		// Seqlock over two copies: only a slot no writer touched between
+		// them, and not mid-write, counts.
+		if (!s.taken || !s.inode || (s.seq & 1) || !same(s, slot_at(b, i)))
+			continue;
+		if ((s.who != by_guard && s.who != by_shim) || s.snd < 0 || s.rcv < 0)
+			continue;
+		auto [it, fresh] = by_inode.emplace(s.inode, t.entries.size());
+		if (fresh) {
+			t.entries.push_back({s.inode, s.snd, s.rcv, s.who});
+			continue;
+		}
+		entry &e = t.entries[it->second];
+		e.snd = std::max(e.snd, int(s.snd));
+		e.rcv = std::max(e.rcv, int(s.rcv));
+		e.who |= s.who;
+	}
+	*out = std::move(t);
+	return 0;
+}
+
+int read_pid(int pid, table *out, std::string *why)
+{
+	uint64_t start = process_start_time(pid);
+	struct stat proc;
+	std::string proc_dir = "/proc/" + std::to_string(pid);
+	if (start == 0 || stat(proc_dir.c_str(), &proc) != 0)
+		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
+	std::string path = file_path(default_dir, pid, start);
+	// The process's user, or root: a worker forked by a root master
+	// publishes its inherited floors at fork() (the shim's fork seed),
+	// before it changes user; only root can have made a root-owned file.
+	struct stat owner;
+	uid_t uid = proc.st_uid;
+	if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
+		uid = 0;
+	int ret = read_file(path, pid, start, uid, out, why);
+	if (ret < 0)
+		return ret;
+	struct stat st;
+	// A foreign table: its publisher maps it, never the process.
+	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino) &&
+	    !(out->publisher > 0 && still_mapped(out->publisher, st.st_ino))) {
+		*out = table{};
+		return fail(why, -ESTALE, path + ": left by an earlier program of this process");
+	}
+	return 0;
+}
+
+int clean_stale(const std::string &dir)
+{
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return 0;
+	const size_t plen = std::strlen(file_prefix);
+	int removed = 0;
+	while (dirent *e = readdir(d)) {
+		if (std::strncmp(e->d_name, file_prefix, plen) != 0)
+			continue;
+		unsigned long pid = 0;
+		unsigned long long start = 0;
+		int used = 0;
+		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
+		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
+			continue;
+		if (process_start_time(int(pid)) == start)
+			continue; // alive
+		std::string path = dir + "/" + e->d_name;
+		struct stat st;
+		if (lstat(path.c_str(), &st) != 0 || (geteuid() != 0 && st.st_uid != geteuid()))
+			continue;
+		if (unlink(path.c_str()) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
+} // namespace sockbuf::registry

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The floor registry's reader and cleaner, for `sockbuf show`: the tables
+// that processes publish (impl/internal/floor_registry.h: the file format
+// and the library's signal-safe writer) read from outside.  Nothing in a
+// file is trusted.
+#pragma once
+
+#include "floor_registry.h"
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sockbuf::registry
+{
+
+struct entry {
+	uint64_t inode = 0;
+	int snd = 0, rcv = 0; // the larger where both publishers set one
+	uint32_t who = 0;     // enum source bits
+};
+
+struct table {
+	std::vector<entry> entries;
+	uint32_t dropped = 0;
+	int publisher = 0; // the header's publisher: 0, or the pid writing for the process
+};
+
+// "/dev/shm/sockbuf-floors.PID.START".
+std::string file_path(const std::string &dir, int pid, uint64_t start_time);
+
+// Reads and checks the table at @path, which must belong to the process
+// @pid started at @start_time and be owned by @uid with no group or other
+// access.  0, or -errno with a reason in @why (-ENOENT: no table).
+int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
+	      std::string *why);
+
+// The live table of process @pid: the file named for its pid and start
+// time, owned by its user (or by root: made before a forked worker changed
+// user), and still mapped by it (an exec()ed process
+// drops the mapping: its table is stale) or, for a foreign_table, by its
+// publisher.
+int read_pid(int pid, table *out, std::string *why);
+
+// Removes files in @dir whose process is gone or whose start time does
+// not match (only files owned by the caller, unless root).  Returns the
+// number removed.
+int clean_stale(const std::string &dir);
+
+} // namespace sockbuf::registry

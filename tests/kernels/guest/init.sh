@@ -201,11 +201,22 @@ if command -v sockbuf-contract >/dev/null; then
 	emit trace-dip /tmp/trace-dip.json $rc
 fi
 
-# The project's unit tests, when the image carries them.
+# The floor guard's BPF and event tests (the BPF pass, the event source
+# on __sk_mem_raise_allocated and tcp_check_space/__tcp_check_space, reserve
+# mode's guard), when the image carries the unit tests: on this kernel, as
+# root, with BTF where the kernel has it.  sbk_unit_filter widens them.
+: "${sbk_unit_filter:=GuardEvents*:GuardBpf*:GuardReserve*}"
 if command -v sockbuf_unit_tests >/dev/null; then
 	step unit
-	sockbuf_unit_tests --gtest_output=json:/tmp/unit.json >/tmp/unit.log 2>&1
+	sockbuf_unit_tests --gtest_filter="$sbk_unit_filter" \
+		--gtest_output=json:/tmp/unit.json >/tmp/unit.log 2>&1
 	emit unit /tmp/unit.json $?
+fi
+if command -v sockbuf_kernel_check_kevents_tests >/dev/null; then
+	step kevents
+	sockbuf_kernel_check_kevents_tests --gtest_output=json:/tmp/kevents.json \
+		>/tmp/kevents.log 2>&1
+	emit kevents /tmp/kevents.json $?
 fi
 
 echo "@@SBK DONE@@"

@@ -206,6 +206,9 @@ fi
 # mode's guard), when the image carries the unit tests: on this kernel, as
 # root, with BTF where the kernel has it.  sbk_unit_filter widens them.
 : "${sbk_unit_filter:=GuardEvents*:GuardBpf*:GuardReserve*}"
+# They talk over loopback in the initial namespace: bring its lo up (the
+# checks above use lo only inside sbk-a and sbk-b).
+ip link set lo up 2>/dev/null
 if command -v sockbuf_unit_tests >/dev/null; then
 	step unit
 	sockbuf_unit_tests --gtest_filter="$sbk_unit_filter" \

@@ -633,6 +633,10 @@ def render_guest_tests(results):
                 continue
             doc = secs[key]
             rc = r.get("section_rc", {}).get(key, "?")
+            if isinstance(doc, dict) and "timeout_s" in doc:
+                rows.append("| %s | %s | %s | - | - | - | **timed out** after %s s in `%s` |" % (
+                    r["name"], what, rc, doc["timeout_s"], esc(doc.get("running", "?"))))
+                continue
             if not isinstance(doc, dict) or "testsuites" not in doc:
                 rows.append("| %s | %s | %s | - | - | - | no result: %s |" % (
                     r["name"], what, rc, esc(str(doc)[:200])))

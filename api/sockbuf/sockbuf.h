@@ -356,11 +356,18 @@ struct sockbuf_floor {
  * send floor + the receive floor + 64 KiB, the amount that keeps send-side
  * moderation after a failed charge (a memory cgroup at its limit) from
  * cutting the send buffer below its floor while the receive queue stays
- * within its own.  Not under TCP memory pressure (net.ipv4.tcp_mem, or
- * the cgroup's socket pressure): there the kernel sets the send buffer of a
- * reserved socket to the unused reservation, reserved - queued, on each
- * ACK (tcp_should_expand_sndbuf()), below the floor while more than
- * reserved - floor is queued (sockbuf(7)); use the floor guard there. */
+ * within its own.  Alone it is no floor: under TCP memory pressure
+ * (net.ipv4.tcp_mem, or the cgroup's socket pressure) the kernel (5.16+)
+ * sets the send buffer of a reserved socket to the unused reservation,
+ * reserved - queued, on each ACK (tcp_should_expand_sndbuf()), below the
+ * floor while more than reserved - floor is queued, and no reservation
+ * short of the whole send queue (up to tcp_wmem[2]) prevents it.  Reserve
+ * mode's promise comes with a floor guard: add the socket to a guard made
+ * with SOCKBUF_GUARD_RESERVE_MEM (it reserves the same amount when the
+ * socket is added) and, where the kernel lets its programs load,
+ * SOCKBUF_GUARD_EVENTS; the buffer is then restored within one interval
+ * plus one pass, and the reservation only spares the guard the cuts of
+ * moderation (sockbuf(7), docs/contract.md "Reserve mode"). */
 #define SOCKBUF_F_RESERVE_MEM (1u << 3)
 #define SOCKBUF_F_ALL_                                                                             \
 	(SOCKBUF_F_FALLBACK_LOCK | SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE |            \
@@ -505,8 +512,9 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * look.  A guard holds sockets with their floors and, on each pass, raises
  * every buffer found below its floor back to it, unlocked where the kernel
  * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
- * "restored within one interval plus one pass", not "never below": for that, lock the buffer or
- * reserve memory (SOCKBUF_F_RESERVE_MEM) where the kernel honours it.  With
+ * "restored within one interval plus one pass", not "never below": for that, lock the buffer
+ * (a reservation, SOCKBUF_GUARD_RESERVE_MEM, spares the guard moderation's cuts but not the
+ * kernel's reserve rule under TCP memory pressure: reserve mode keeps this same promise).  With
  * SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
  * functions they watch is restored on the record it posts, without waiting for a pass;
  * passes remain the safety net for the others.
@@ -525,7 +533,13 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 /* sockbuf_guard_new() flags */
 /* Restore with SO_*BUFFORCE where CAP_NET_ADMIN allows (SOCKBUF_F_ALLOW_FORCE). */
 #define SOCKBUF_GUARD_ALLOW_FORCE (1u << 0)
-/* Also re-apply SO_RESERVE_MEM of the floor on each restore. */
+/* Reserve mode: reserve memory for each socket's floor with SO_RESERVE_MEM
+ * when it is added (as SOCKBUF_F_RESERVE_MEM) and re-apply it on each
+ * restore.  The promise stays the guard's, restored within one interval
+ * plus one pass: under TCP memory pressure the kernel sets a reserved
+ * socket's send buffer to the unused reservation, below the floor (see
+ * SOCKBUF_F_RESERVE_MEM); the reservation keeps moderation after a failed
+ * charge from cutting below it. */
 #define SOCKBUF_GUARD_RESERVE_MEM (1u << 1)
 /* Never use inet_diag: io_uring or getsockopt, one read per socket per pass. */
 #define SOCKBUF_GUARD_NO_DIAG (1u << 2)

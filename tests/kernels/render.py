@@ -535,7 +535,125 @@ def render(results, summary):
         L.append("## sockbuf-contract in each guest")
         L.append("")
         L.extend(render_contract(con))
+    dips = render_guard_dips(results)
+    if dips:
+        L.append("## Floor guard: time under the floor per dip, event against poll")
+        L.append("")
+        L.extend(dips)
+    tests = render_guest_tests(results)
+    if tests:
+        L.append("## The floor guard's BPF and event tests in each guest")
+        L.append("")
+        L.extend(tests)
     return "\n".join(L) + "\n"
+
+
+def guard_name(g):
+    """A floor guard's name: its driver, "reserve/events" for the
+    lib_reserve arm's own guard."""
+    name = g.get("driver", "?")
+    return "reserve/" + name if g.get("arm") == "lib_reserve" else name
+
+
+def event_source_text(g):
+    """Where an events guard's programs ran, or why it polled."""
+    ev = g.get("event_source")
+    if not isinstance(ev, dict):
+        return "-"
+    if ev.get("err", 0) == 0:
+        fns = [n for bit, n in ((1, "__sk_mem_raise_allocated"), (2, "tcp_check_space"),
+                                (4, "__tcp_check_space")) if ev.get("attached", 0) & bit]
+        return "events (%s): %d records, %d restored on a record, %d by passes" % (
+            ", ".join(fns) or "none", ev.get("records", 0), ev.get("restored_events", 0),
+            ev.get("restored_passes", 0))
+    return "polled: %s" % (ev.get("error") or ev.get("err"))
+
+
+def render_guard_dips(results):
+    """Per kernel, per scenario with dips, per floor guard driver: the
+    contract's per-dip figures (floor_guard.drivers[].dips, first to last
+    sample under the floor), the bound, and for an events guard where its
+    programs ran or why it polled."""
+    rows = []
+    for r in results:
+        c = (r.get("sections") or {}).get("contract")
+        if not isinstance(c, dict):
+            continue
+        for sc in c.get("scenarios", []):
+            drv = sc.get("floor_guard", {}).get("drivers", [])
+            if not any(g.get("dips", {}).get("count", 0) for g in drv):
+                continue
+            for g in drv:
+                d = g.get("dips", {})
+                n = d.get("count", 0)
+                ms = lambda k: "%.1f" % d.get(k, 0) if n else "-"
+                rows.append("| %s | %s | %s | %d | %d | %s | %s | %s | %.1f | %s |" % (
+                    r["name"], sc.get("name"), guard_name(g), g.get("sockets", 0), n,
+                    ms("p50_ms"), ms("p99_ms"), ms("max_ms"), g.get("bound_us", 0) / 1e3,
+                    esc(event_source_text(g))))
+    if not rows:
+        return []
+    return ["Scenarios of the contract run in which a floor guard's sockets went under "
+            "their floor.  Per driver: the dips of its sockets (one buffer under its floor, "
+            "first to last sample under it, both sources: a lower bound), nearest-rank "
+            "percentiles, ms.  thread and timerfd poll every 10 ms; events wakes on the "
+            "kernel's cuts (safety net 1 s) where its programs load, else polls at 10 ms; "
+            "reserve/events is reserve mode's own guard (safety net 10 ms).", "",
+            "| kernel | scenario | driver | sockets | dips | p50 | p99 | max | bound | "
+            "event source |",
+            "|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+
+
+def gtest_counts(doc):
+    """(passed, failed, skipped names, failed names) of a gtest JSON
+    document."""
+    passed, failed, skipped = [], [], []
+    for suite in doc.get("testsuites", []):
+        for t in suite.get("testsuite", []):
+            name = "%s.%s" % (suite.get("name"), t.get("name"))
+            if t.get("failures"):
+                failed.append(name)
+            elif t.get("result") == "SKIPPED" or t.get("skipped"):
+                skipped.append(name)
+            else:
+                passed.append(name)
+    return passed, failed, skipped
+
+
+def render_guest_tests(results):
+    """The unit tests of the floor guard's BPF pass and event source
+    (GuardEvents, GuardBpf, GuardReserve) and the check's kernel-event
+    tests, as each guest ran them (guest/init.sh)."""
+    rows = []
+    for r in results:
+        secs = r.get("sections") or {}
+        for key, what in (("unit", "GuardEvents, GuardBpf, GuardReserve"),
+                          ("kevents", "kernel-event attribution")):
+            if key not in secs:
+                continue
+            doc = secs[key]
+            rc = r.get("section_rc", {}).get(key, "?")
+            if isinstance(doc, dict) and "timeout_s" in doc:
+                rows.append("| %s | %s | %s | - | - | - | **timed out** after %s s in `%s` |" % (
+                    r["name"], what, rc, doc["timeout_s"], esc(doc.get("running", "?"))))
+                continue
+            if not isinstance(doc, dict) or "testsuites" not in doc:
+                rows.append("| %s | %s | %s | - | - | - | no result: %s |" % (
+                    r["name"], what, rc, esc(str(doc)[:200])))
+                continue
+            p, f, sk = gtest_counts(doc)
+            rows.append("| %s | %s | %s | %d | %d | %d | %s |" % (
+                r["name"], what, rc, len(p), len(f), len(sk),
+                esc("; ".join(["**FAIL** " + n for n in f] + ["skip " + n for n in sk])
+                    or "-")))
+    if not rows:
+        return []
+    return ["`sockbuf_unit_tests --gtest_filter='GuardEvents*:GuardBpf*:GuardReserve*'` "
+            "and `sockbuf_kernel_check_kevents_tests` in each guest (as root) and on the "
+            "host; a skip is a reported one (`GTEST_SKIP` with its reason, in the run's "
+            "JSON).", "",
+            "| kernel | tests | exit | pass | fail | skip | failed and skipped |",
+            "|---|---|---|---|---|---|---|"] + rows + [""]
 
 
 def run_header(results, summary):
@@ -758,11 +876,14 @@ def _verdicts(c):
 def guard_dips(sc, into):
     """Adds @sc's dips per floor guard driver (floor_guard.drivers[].dips,
     docs/contract.md "Dips") to @into: {driver: [dips, longest ms,
-    scenarios]}.  Results written before the suite reported them have
+    scenarios]}; reserve mode's own guard is "reserve/events".  Results written before the suite reported them have
     none."""
     for g in sc.get("floor_guard", {}).get("drivers", []):
         dips = g.get("dips", {})
-        t = into.setdefault(g.get("driver", "?"), [0, 0.0, 0])
+        name = g.get("driver", "?")
+        if g.get("arm") == "lib_reserve":
+            name = "reserve/" + name
+        t = into.setdefault(name, [0, 0.0, 0])
         t[0] += dips.get("count", 0)
         t[1] = max(t[1], dips.get("max_ms", 0.0))
         t[2] += 1
@@ -846,7 +967,9 @@ def render_contract(con):
          "attempt's verdicts are counted and the cell says \"run twice\" with "
          "the first attempt's gap.  Where the suite reports them, the C3 "
          "library cell also counts the floor guard's dips under the floor per "
-         "driver (the library's thread, a timerfd in a poll() loop) and the "
+         "driver (the library's thread, a timerfd in a poll() loop, the thread "
+         "woken by the kernel's cuts: events; reserve mode's own guard: "
+         "reserve/events) and the "
          "longest (docs/contract.md, \"Dips\").  A run in which no scenario carried traffic judged "
          "nothing: it is listed as failed, without verdicts.  A send buffer "
          "under its floor links the kernel function that set it: "

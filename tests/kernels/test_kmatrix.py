@@ -164,6 +164,37 @@ class RenderTest(unittest.TestCase):
         r["sections"]["contract"] = self.contract([self.scenario("bulk")])
         self.assertNotIn("floor guard dips", render.render([r], None))
 
+    def test_event_and_poll_dips_per_kernel_and_why_events_polled(self):
+        r = self.result()
+        drv = lambda name, n, mx, **kw: dict({"driver": name, "sockets": 2, "bound_us": 61000,
+                                             "dips": {"count": n, "p50_ms": 0.2,
+                                                      "p99_ms": mx, "max_ms": mx}}, **kw)
+        ev = {"err": 0, "error": "", "attached": 3, "records": 9, "restored_events": 4,
+              "restored_passes": 0}
+        sc = self.scenario("pressure", floor_guard={"drivers": [
+            drv("thread", 3, 12.5), drv("events", 4, 0.4, event_source=ev),
+            drv("events", 1, 0.3, arm="lib_reserve",
+                event_source={"err": -1, "error": "Operation not permitted"})]})
+        r["sections"]["contract"] = self.contract([sc])
+        r["section_rc"]["contract"] = 0
+        out = render.render([r], None)
+        self.assertIn("## Floor guard: time under the floor per dip", out)
+        self.assertIn("| pressure | thread | 2 | 3 | 0.2 | 12.5 | 12.5 | 61.0 | - |", out)
+        self.assertIn("| pressure | events | 2 | 4 | 0.2 | 0.4 | 0.4 | 61.0 | events "
+                      "(__sk_mem_raise_allocated, tcp_check_space): 9 records", out)
+        self.assertIn("| pressure | reserve/events | 2 | 1 |", out)
+        self.assertIn("polled: Operation not permitted", out)
+
+    def test_guest_tests_count_failures_and_skips(self):
+        r = self.result()
+        r["sections"]["unit"] = {"testsuites": [{"name": "GuardEvents", "testsuite": [
+            {"name": "A", "result": "COMPLETED"},
+            {"name": "B", "result": "SKIPPED"},
+            {"name": "C", "result": "COMPLETED", "failures": [{"failure": "x"}]}]}]}
+        r["section_rc"]["unit"] = 1
+        out = render.render([r], None)
+        self.assertIn("| 1 | 1 | 1 | **FAIL** GuardEvents.C; skip GuardEvents.B |", out)
+
     def test_c3_raw_violation_prints_its_kernel_event_chain(self):
         r = self.result()
         s = self.scenario("pressure")

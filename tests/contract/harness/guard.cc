@@ -21,6 +21,8 @@ void assign_drivers(std::vector<socket_record> *sockets, guard_driver first)
 {
 	std::map<int, guard_driver> of_conn;
 	for (auto &s : *sockets) {
+		if (s.a == arm::lib_reserve)
+			s.driver = guard_driver::events;
 		if (s.a != arm::lib_initial || s.conn < 0)
 			continue;
 		auto it = of_conn.find(s.conn);
@@ -32,18 +34,31 @@ void assign_drivers(std::vector<socket_record> *sockets, guard_driver first)
 	}
 }
 
-floor_guard::floor_guard(std::vector<socket_record> *sockets, guard_driver d, uint32_t interval_us)
-    : driver_(d), interval_us_(interval_us)
+floor_guard::floor_guard(std::vector<socket_record> *sockets, arm a, guard_driver d,
+			 uint32_t interval_us)
+    : arm_(a), driver_(d), interval_us_(interval_us)
 {
 	// FORCE as the setup may have used it: floors past *mem_max then need
 	// it to be restored (and to be accepted at all).
-	id_ = sockbuf_guard_new(SOCKBUF_GUARD_ALLOW_FORCE);
+	unsigned flags = SOCKBUF_GUARD_ALLOW_FORCE;
+	if (d == guard_driver::events)
+		flags |= SOCKBUF_GUARD_EVENTS;
+	if (a == arm::lib_reserve)
+		flags |= SOCKBUF_GUARD_RESERVE_MEM;
+	id_ = sockbuf_guard_new(flags);
 	if (id_ < 0) {
 		note_error("sockbuf_guard_new", id_);
 		return;
 	}
+	// Reserve mode promises one interval plus one pass with events or
+	// without: its safety net runs at the interval.
+	if (a == arm::lib_reserve) {
+		int ret = sockbuf_guard_set_net_interval(id_, interval_us_);
+		if (ret < 0)
+			note_error("sockbuf_guard_set_net_interval", ret);
+	}
 	for (const auto &s : *sockets) {
-		if (s.a != arm::lib_initial || s.driver != d || s.r == role::listener || s.fd < 0 ||
+		if (s.a != a || s.driver != d || s.r == role::listener || s.fd < 0 ||
 		    (s.snd.floor == 0 && s.rcv.floor == 0))
 			continue;
 		sockbuf_floor fl = {s.snd.floor, s.rcv.floor};
@@ -76,7 +91,7 @@ void floor_guard::start()
 {
 	if (id_ < 0 || started_)
 		return;
-	if (driver_ == guard_driver::thread) {
+	if (driver_ != guard_driver::timerfd) {
 		int ret = sockbuf_guard_start(id_, interval_us_);
 		if (ret < 0)
 			note_error("sockbuf_guard_start", ret);
@@ -127,7 +142,7 @@ void floor_guard::stop()
 	if (!started_)
 		return;
 	started_ = false;
-	if (driver_ == guard_driver::thread) {
+	if (driver_ != guard_driver::timerfd) {
 		int ret = sockbuf_guard_stop(id_);
 		if (ret < 0)
 			note_error("sockbuf_guard_stop", ret);
@@ -149,15 +164,11 @@ void floor_guard::last_pass()
 		note_error("sockbuf_guard_pass", ret);
 }
 
-int64_t floor_guard::bound_us(int64_t max_pass_us) const
-{
-	return int64_t(interval_us_) + max_pass_us + guard_sched_allowance_us;
-}
-
 guard_stats floor_guard::stats() const
 {
 	guard_stats g;
 	g.driver = driver_name(driver_);
+	g.a = arm_;
 	g.sockets = sockets_;
 	g.interval_us = interval_us_;
 	g.restore_errors = errors_;
@@ -171,7 +182,22 @@ guard_stats floor_guard::stats() const
 		g.max_pass_us = t.max_pass_ns / 1000;
 		g.source = t.passes ? t.source : -1;
 	}
-	g.bound_us = bound_us(g.max_pass_us);
+	// With events on, passes run at the safety net's interval: that is
+	// the bound of a cut the programs do not watch.
+	uint32_t interval = interval_us_;
+	sockbuf_guard_event_totals e = {};
+	if (driver_ == guard_driver::events && id_ >= 0 &&
+	    sockbuf_guard_event_stats(id_, &e) == 0) {
+		g.events_err = e.err;
+		g.attached = e.attached;
+		g.records = e.records;
+		g.restored_events = e.restored_events;
+		g.restored_passes = e.restored_passes;
+		if (e.err == 0 && e.net_interval_us > interval)
+			interval = e.net_interval_us;
+	}
+	g.interval_us = interval;
+	g.bound_us = int64_t(interval) + g.max_pass_us + guard_sched_allowance_us;
 	return g;
 }
 

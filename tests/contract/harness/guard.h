@@ -7,7 +7,16 @@
 // - guard_driver::timerfd: sockbuf_guard_timerfd() and the event loop a
 //   user writes around it: a thread that poll()s the timerfd and calls
 //   sockbuf_guard_pass() whenever it is readable (the timer decides when
-//   a pass runs, never this code).
+//   a pass runs, never this code);
+// - guard_driver::events: sockbuf_guard_start() on a guard made with
+//   SOCKBUF_GUARD_EVENTS: the thread wakes on the kernel's cuts, passes
+//   are the safety net (every 1 s, the library's default); where the
+//   event source does not load it polls at the interval, and says why.
+//
+// The lib_reserve arm has a guard of its own: SOCKBUF_GUARD_RESERVE_MEM
+// and SOCKBUF_GUARD_EVENTS, its safety net at the interval (reserve
+// mode's promise, docs/contract.md: restored within one interval plus
+// one pass, whether events load or not).
 //
 // Neither driver's thread gets the sampler's real-time scheduling: both run
 // as an application's threads run.  This adapter registers the sockets,
@@ -27,9 +36,10 @@ namespace sockbuf::contract
 class floor_guard
 {
 public:
-	// Guards the lib_initial sockets of @sockets (not listeners) whose
-	// driver is @d.
-	floor_guard(std::vector<socket_record> *sockets, guard_driver d, uint32_t interval_us);
+	// Guards the sockets of arm @a (lib_initial or lib_reserve) of
+	// @sockets (not listeners) whose driver is @d.
+	floor_guard(std::vector<socket_record> *sockets, arm a, guard_driver d,
+		    uint32_t interval_us);
 	~floor_guard();
 	floor_guard(const floor_guard &) = delete;
 	floor_guard &operator=(const floor_guard &) = delete;
@@ -39,19 +49,18 @@ public:
 	// One sockbuf_guard_pass() after the driver stopped (the end of a
 	// run, after the end-state reading).
 	void last_pass();
-	// The library's totals so far, with the bound.
+	// The library's totals so far, with the bound: how long a dip may
+	// last under this guard, the documented one interval (the safety
+	// net's while events drive it) plus the longest pass (max_pass_ns of
+	// the library's totals), plus the scheduling allowance (clauses.h).
 	guard_stats stats() const;
 	int sockets() const { return sockets_; }
-
-	// How long a dip may last under this guard: the documented bound,
-	// one interval plus the longest pass (max_pass_ns of the library's
-	// totals), plus the scheduling allowance (clauses.h).
-	int64_t bound_us(int64_t max_pass_us) const;
 
 private:
 	void event_loop();
 	void note_error(const char *call, int err);
 
+	arm arm_;
 	guard_driver driver_;
 	uint32_t interval_us_;
 	int id_ = -1;
@@ -67,7 +76,8 @@ private:
 
 // Assigns a driver to every lib_initial socket of @sockets: the arm's
 // connections alternate between the drivers, the first getting
-// driver @first (both ends of a connection share a driver).
+// driver @first (both ends of a connection share a driver).  lib_reserve
+// sockets get guard_driver::events.
 void assign_drivers(std::vector<socket_record> *sockets, guard_driver first);
 
 } // namespace sockbuf::contract

@@ -43,8 +43,18 @@ const char *driver_name(guard_driver d)
 		return "thread";
 	case guard_driver::timerfd:
 		return "timerfd";
+	case guard_driver::events:
+		return "events";
 	}
 	return "?";
+}
+
+guard_driver driver_from_name(const std::string &name)
+{
+	for (int d = 0; d < guard_driver_count; d++)
+		if (name == driver_name(guard_driver(d)))
+			return guard_driver(d);
+	return guard_driver::thread;
 }
 
 const char *outcome_name(outcome o)

@@ -18,8 +18,10 @@ enum class arm : int {
 	lib_initial, // sockbuf_set_initial_bufsize + floor guard (restore)
 	raw_locked,  // setsockopt(SO_*BUF): locked
 	lib_locked,  // sockbuf_lock_bufsize
-	lib_reserve, // sockbuf_set_initial_bufsize + SOCKBUF_F_RESERVE_MEM, no
-		     // guard; accepted sockets reserve again (not inherited)
+	lib_reserve, // sockbuf_set_initial_bufsize + SOCKBUF_F_RESERVE_MEM, then
+		     // a floor guard made with SOCKBUF_GUARD_RESERVE_MEM and
+		     // SOCKBUF_GUARD_EVENTS (reserve mode's promise needs one:
+		     // docs/contract.md); accepted sockets reserve again
 };
 constexpr int arm_count = 6;
 const char *arm_name(arm a);
@@ -28,12 +30,17 @@ enum class role : int { client, server, listener };
 const char *role_name(role r);
 
 // How the library's floor guard is driven on a lib_initial socket, as a
-// user drives it: the library's own thread (sockbuf_guard_start()), or a
+// user drives it: the library's own thread (sockbuf_guard_start()), a
 // timerfd (sockbuf_guard_timerfd()) in the user's poll() loop that calls
-// sockbuf_guard_pass() when it is readable.
-enum class guard_driver : int { thread, timerfd };
-constexpr int guard_driver_count = 2;
+// sockbuf_guard_pass() when it is readable, or the library's thread woken
+// by the kernel's cuts (SOCKBUF_GUARD_EVENTS; it polls like the thread
+// driver where the event source does not load, and says why).  The
+// lib_reserve arm's own guard is an events guard too.
+enum class guard_driver : int { thread, timerfd, events };
+constexpr int guard_driver_count = 3;
 const char *driver_name(guard_driver d);
+// Back from driver_name()'s text; thread for an unknown name.
+guard_driver driver_from_name(const std::string &name);
 
 // One series of values of one buffer of one socket, recorded as changes.
 struct series_point {
@@ -145,7 +152,8 @@ struct socket_record {
 		bool taken = false;
 	} before, after;
 
-	// lib_initial: the driver of the floor guard this socket is in.
+	// lib_initial and lib_reserve: the driver of the floor guard this
+	// socket is in.
 	guard_driver driver = guard_driver::thread;
 
 	// Sampled during traffic.
@@ -160,14 +168,20 @@ struct socket_record {
 // own totals (sockbuf_guard_stats()): per driver, and summed over both
 // drivers in scenario_result::guard.
 struct guard_stats {
-	std::string driver; // driver_name(); empty for the sum
-	int sockets = 0;    // sockets registered with this guard
+	std::string driver;	  // driver_name(); empty for the sum
+	arm a = arm::lib_initial; // the arm it guards (lib_initial, lib_reserve)
+	int sockets = 0;	  // sockets registered with this guard
 	uint32_t interval_us = 0;
 	uint64_t passes = 0, violations = 0, restores = 0, restore_errors = 0;
 	int64_t max_pass_us = 0;	 // the longest library pass
 	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
 	int source = -1;		 // SOCKBUF_GUARD_SRC_* of the last pass
 	std::vector<std::string> events; // first few, for the report
+	// SOCKBUF_GUARD_EVENTS (sockbuf_guard_event_stats()): 0 while events
+	// drove the guard, else why it polled (-errno); 1: not asked.
+	int events_err = 1;
+	unsigned attached = 0; // SOCKBUF_GUARD_EV_* bits
+	uint64_t records = 0, restored_events = 0, restored_passes = 0;
 };
 
 struct sampler_stats {

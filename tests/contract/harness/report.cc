@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -92,6 +93,20 @@ const char *source_name(int src)
 	}
 }
 
+// A floor guard's name in the reports: its driver, "reserve/events" for
+// the lib_reserve arm's guard; and where its event source was asked for
+// and did not load, why ("events (polling: Operation not permitted)").
+std::string guard_label(const json &g)
+{
+	std::string out = g["driver"].get<std::string>();
+	if (g.contains("arm") && g["arm"] == "lib_reserve")
+		out = "reserve/" + out;
+	if (g.contains("event_source") && g["event_source"].is_object() &&
+	    g["event_source"]["err"].get<int>() != 0)
+		out += " (polling: " + g["event_source"]["error"].get<std::string>() + ")";
+	return out;
+}
+
 // Per scenario and driver of the floor guard: its dips (both directions
 // of its sockets; first to last sample under the floor) and its bound, in
 // ms.  Empty for a document without per-driver figures (older results).
@@ -109,10 +124,9 @@ std::string dips_table_text(const json &doc)
 					   : std::string("-");
 			};
 			rows += fmt::format(
-			    "{:<18} {:<8} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n",
-			    s["name"].get<std::string>(), g["driver"].get<std::string>(),
-			    g["sockets"].get<int>(), d["count"].get<uint64_t>(), ms("p50_ms"),
-			    ms("p99_ms"), ms("max_ms"),
+			    "{:<18} {:<16} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n",
+			    s["name"].get<std::string>(), guard_label(g), g["sockets"].get<int>(),
+			    d["count"].get<uint64_t>(), ms("p50_ms"), ms("p99_ms"), ms("max_ms"),
 			    fmt::format("{:.1f}", g["bound_us"].get<double>() / 1e3));
 		}
 	}
@@ -120,7 +134,7 @@ std::string dips_table_text(const json &doc)
 		return rows;
 	return "\nC3 library, time under the floor per dip (first to last sample under\n"
 	       "it, per buffer), ms, by the floor guard's driver:\n" +
-	       fmt::format("{:<18} {:<8} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n", "scenario",
+	       fmt::format("{:<18} {:<16} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n", "scenario",
 			   "driver", "sockets", "dips", "p50", "p99", "max", "bound") +
 	       rows;
 }
@@ -309,10 +323,18 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			  {"errors", r.data.errors}};
 	json drivers = json::array();
 	for (const auto &g : r.guards) {
-		guard_driver d = g.driver == driver_name(guard_driver::timerfd)
-				     ? guard_driver::timerfd
-				     : guard_driver::thread;
+		guard_driver d = driver_from_name(g.driver);
+		json ev = nullptr;
+		if (g.events_err != 1)
+			ev = {{"err", g.events_err},
+			      {"error", g.events_err ? std::strerror(-g.events_err) : ""},
+			      {"attached", g.attached},
+			      {"records", g.records},
+			      {"restored_events", g.restored_events},
+			      {"restored_passes", g.restored_passes}};
 		drivers.push_back({{"driver", g.driver},
+				   {"arm", arm_name(g.a)},
+				   {"event_source", ev},
 				   {"sockets", g.sockets},
 				   {"interval_us", g.interval_us},
 				   {"passes", g.passes},
@@ -322,7 +344,7 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 				   {"max_pass_us", g.max_pass_us},
 				   {"bound_us", g.bound_us},
 				   {"source", source_name(g.source)},
-				   {"dips", dips_json(dips_of(r, arm::lib_initial, d))}});
+				   {"dips", dips_json(dips_of(r, g.a, d))}});
 	}
 	j["floor_guard"] = {
 	    {"passes", r.guard.passes},		  {"violations", r.guard.violations},
@@ -524,7 +546,7 @@ std::string markdown_report(const json &doc)
 				out += fmt::format(
 				    "; floor guard, {} driver on {} sockets (bound {:.1f} ms): {} "
 				    "dips",
-				    g["driver"].get<std::string>(), g["sockets"].get<int>(),
+				    guard_label(g), g["sockets"].get<int>(),
 				    g["bound_us"].get<double>() / 1e3, d["count"].get<uint64_t>());
 				if (d["count"].get<uint64_t>())
 					out += fmt::format(", p50/p99/max {:.1f}/{:.1f}/{:.1f} ms "

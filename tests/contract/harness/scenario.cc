@@ -47,7 +47,7 @@ guard_driver first_driver(const scenario_spec &spec, const profile &prof)
 	return guard_driver::thread;
 }
 
-// Both drivers together: sums, the longest pass, and the shortest bound
+// Every guard together: sums, the longest pass, and the shortest bound
 // (the one an unverified verdict is held to).
 guard_stats sum_of(const std::vector<guard_stats> &per_driver)
 {
@@ -118,16 +118,29 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	for (auto &s : set.sockets)
 		read_ports(&s);
 
+	// The guards are made before the traffic's clock starts, as an
+	// application makes them before it sends: an events guard loads its
+	// BPF programs in sockbuf_guard_new() (vmlinux BTF, verifier,
+	// trampolines: about a second under qemu TCG), which inside the run
+	// would read as a gap before every socket's first sample.
+	assign_drivers(&set.sockets, first_driver(spec, prof));
+	floor_guard thread_guard(&set.sockets, arm::lib_initial, guard_driver::thread,
+				 prof.guard_period_us);
+	floor_guard timer_guard(&set.sockets, arm::lib_initial, guard_driver::timerfd,
+				prof.guard_period_us);
+	floor_guard event_guard(&set.sockets, arm::lib_initial, guard_driver::events,
+				prof.guard_period_us);
+	floor_guard reserve_guard(&set.sockets, arm::lib_reserve, guard_driver::events,
+				  prof.guard_period_us);
+	const auto guards = {&thread_guard, &timer_guard, &event_guard, &reserve_guard};
+
 	int64_t t0 = now_ns();
 	out->t0_ns = t0;
 	sampler smp(&set.sockets, t0, prof.sample_period_us);
 	if (hooks.filter)
 		smp.set_filter(hooks.filter);
-	assign_drivers(&set.sockets, first_driver(spec, prof));
-	floor_guard thread_guard(&set.sockets, guard_driver::thread, prof.guard_period_us);
-	floor_guard timer_guard(&set.sockets, guard_driver::timerfd, prof.guard_period_us);
 	smp.start();
-	for (floor_guard *g : {&thread_guard, &timer_guard})
+	for (floor_guard *g : guards)
 		if (g->sockets())
 			g->start();
 	std::thread during, plan_during;
@@ -142,8 +155,8 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		during.join();
 	if (plan_during.joinable())
 		plan_during.join();
-	thread_guard.stop();
-	timer_guard.stop();
+	for (floor_guard *g : guards)
+		g->stop();
 	if (hooks.at_end)
 		hooks.at_end(set);
 	smp.stop();
@@ -153,7 +166,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	// pass runs after (its restore reports still count for C7).
 	take_snapshots(&set, true);
 	out->sampler = smp.stats();
-	for (floor_guard *g : {&thread_guard, &timer_guard}) {
+	for (floor_guard *g : guards) {
 		g->last_pass();
 		guard_stats st = g->stats();
 		if (st.sockets || st.restore_errors)

@@ -26,7 +26,10 @@ scenario_spec scenario_pressure()
 						   "--allow-global-changes (qemu guest only)");
 			if (tcp_mem_fd() < 0)
 				return std::string("net.ipv4.tcp_mem not writable here");
-			plan->arms = arms_times(2);
+			// Three connections per arm: one for each floor guard driver
+			// (thread, timerfd, events), so that event and poll repair
+			// the same cuts in the same run.
+			plan->arms = arms_times(3);
 			// 1 MiB floors where *mem_max lets SO_*BUF store that much (else
 			// the largest it lets through): moderation to wmem_queued / 2
 			// can go below.

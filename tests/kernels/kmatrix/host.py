@@ -120,4 +120,20 @@ def run_host(programs, profile, progress):
             "error": r.stderr[-1000:]}
         if os.path.exists(cout):
             os.unlink(cout)
+    # The floor guard's BPF and event tests, as in the guests (init.sh).
+    for name, args in (("unit", ["--gtest_filter=GuardEvents*:GuardBpf*:GuardReserve*"]),
+                       ("kevents", [])):
+        prog = programs.get({"unit": "sockbuf_unit_tests",
+                             "kevents": "sockbuf_kernel_check_kevents_tests"}[name])
+        if not prog:
+            continue
+        progress("host:" + name)
+        out = "/tmp/sbk-host-%s-%d.json" % (name, os.getpid())
+        r = subprocess.run([prog] + args + ["--gtest_output=json:" + out],
+                           capture_output=True, text=True, timeout=600)
+        rc[name] = r.returncode
+        sections[name] = json.load(open(out)) if os.path.exists(out) else {
+            "error": r.stderr[-1000:]}
+        if os.path.exists(out):
+            os.unlink(out)
     return sections, rc

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace sockbuf::contract
@@ -94,25 +95,43 @@ const char *source_name(int src)
 }
 
 // A floor guard's name in the reports: its driver, "reserve/events" for
-// the lib_reserve arm's guard; and where its event source was asked for
-// and did not load, why ("events (polling: Operation not permitted)").
-std::string guard_label(const json &g)
+// the lib_reserve arm's guard.
+std::string guard_name(const json &g)
 {
 	std::string out = g["driver"].get<std::string>();
 	if (g.contains("arm") && g["arm"] == "lib_reserve")
 		out = "reserve/" + out;
+	return out;
+}
+
+// Why a guard that asked for the event source polls instead ("Operation
+// not permitted"); empty when it got events or never asked.
+std::string event_fallback(const json &g)
+{
 	if (g.contains("event_source") && g["event_source"].is_object() &&
 	    g["event_source"]["err"].get<int>() != 0)
-		out += " (polling: " + g["event_source"]["error"].get<std::string>() + ")";
-	return out;
+		return g["event_source"]["error"].get<std::string>();
+	return {};
+}
+
+// The name with the reason it polls: "events (polling: Operation not
+// permitted)".
+std::string guard_label(const json &g)
+{
+	std::string why = event_fallback(g);
+	return why.empty() ? guard_name(g) : guard_name(g) + " (polling: " + why + ")";
 }
 
 // Per scenario and driver of the floor guard: its dips (both directions
 // of its sockets; first to last sample under the floor) and its bound, in
-// ms.  Empty for a document without per-driver figures (older results).
+// ms, in 80 columns: a driver that polls for want of its event source is
+// marked '*', the reasons listed under the table.  Empty for a document
+// without per-driver figures (older results).
 std::string dips_table_text(const json &doc)
 {
+	constexpr const char *row = "{:<16} {:<16} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n";
 	std::string rows;
+	std::set<std::string> reasons;
 	for (const auto &s : doc["scenarios"]) {
 		if (!s.contains("floor_guard") || !s["floor_guard"].contains("drivers"))
 			continue;
@@ -123,19 +142,24 @@ std::string dips_table_text(const json &doc)
 					   ? fmt::format("{:.1f}", d[k].get<double>())
 					   : std::string("-");
 			};
+			std::string why = event_fallback(g);
+			if (!why.empty())
+				reasons.insert(why);
 			rows += fmt::format(
-			    "{:<18} {:<16} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n",
-			    s["name"].get<std::string>(), guard_label(g), g["sockets"].get<int>(),
+			    fmt::runtime(row), s["name"].get<std::string>(),
+			    guard_name(g) + (why.empty() ? "" : "*"), g["sockets"].get<int>(),
 			    d["count"].get<uint64_t>(), ms("p50_ms"), ms("p99_ms"), ms("max_ms"),
 			    fmt::format("{:.1f}", g["bound_us"].get<double>() / 1e3));
 		}
 	}
 	if (rows.empty())
 		return rows;
+	for (const auto &why : reasons)
+		rows += "* events did not load (" + why + "): the guard polls\n";
 	return "\nC3 library, time under the floor per dip (first to last sample under\n"
 	       "it, per buffer), ms, by the floor guard's driver:\n" +
-	       fmt::format("{:<18} {:<16} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7}\n", "scenario",
-			   "driver", "sockets", "dips", "p50", "p99", "max", "bound") +
+	       fmt::format(fmt::runtime(row), "scenario", "driver", "sockets", "dips", "p50", "p99",
+			   "max", "bound") +
 	       rows;
 }
 

@@ -200,7 +200,7 @@ TEST(Dips, ReportedPerDriverAndArm)
 		    {"features", json::object()},
 		    {"scenarios", json::array({s})}};
 	std::string text = text_report(doc);
-	EXPECT_NE(text.find("fake               timerfd                2     1    30.0    30.0    "
+	EXPECT_NE(text.find("fake             timerfd                2     1    30.0    30.0    "
 			    "30.0    51.0\n"),
 		  std::string::npos)
 	    << text;

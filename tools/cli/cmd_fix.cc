@@ -225,11 +225,7 @@ int guard_loop(remote::guard *g, int pid, int pidfd)
 			if (last && t < last + 1000)
 				return;
 			last = t;
-			std::string what;
-			if (snd >= 0 && snd < s.floor.snd)
-				what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
-			if (rcv >= 0 && rcv < s.floor.rcv)
-				what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
+			const std::string what = remote::restored_text(s, snd, rcv, rep);
 			fmt::print("restored fd {}:{} (floor {})\n", s.fd, what, s.floor.snd);
 			std::fflush(stdout);
 		});

@@ -266,4 +266,15 @@ void guard::pass(const restore_fn &restored)
 	}
 }
 
+std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,
+			  const struct sockbuf_report &rep)
+{
+	std::string what;
+	if (snd >= 0 && snd < s.floor.snd)
+		what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
+	if (rcv >= 0 && rcv < s.floor.rcv)
+		what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
+	return what;
+}
+
 } // namespace sockbuf::cli::remote

@@ -31,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace sockbuf::cli::remote
@@ -121,5 +122,10 @@ private:
 	size_t sweep_ = 0; // the next /proc check of the rolling sweep
 	totals totals_;
 };
+
+// What a restore raised, for the lines the callers print: " snd A -> B"
+// and/or " rcv A -> B" for each direction that read below its floor.
+std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,
+			  const struct sockbuf_report &rep);
 
 } // namespace sockbuf::cli::remote

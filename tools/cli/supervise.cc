@@ -335,11 +335,7 @@ public:
 			if (!log_.on() || (last && now < last + 1000))
 				return;
 			last = now;
-			std::string what;
-			if (snd >= 0 && snd < s.floor.snd)
-				what += fmt::format(" snd {} -> {}", snd, rep.snd.effective);
-			if (rcv >= 0 && rcv < s.floor.rcv)
-				what += fmt::format(" rcv {} -> {}", rcv, rep.rcv.effective);
+			const std::string what = remote::restored_text(s, snd, rcv, rep);
 			log_.line(
 			    fmt::format("pid {} fd {} below its floor, restored:{} (floor snd {} "
 					"rcv {})",

@@ -820,6 +820,7 @@ void floor_guard::full_pass(pid_t self, struct sockbuf_guard_report *out)
 {
 	struct sockbuf_guard_report p = {};
 	const int64_t t0 = now_ns();
+	const int64_t late = late_ns(t0);
 	// Sources are compared by the CPU time a pass took, not its wall
 	// time: a pass preempted on a busy host must not make its source look
 	// dear (or a dump cheap).
@@ -880,6 +881,7 @@ void floor_guard::full_pass(pid_t self, struct sockbuf_guard_report *out)
 	}
 	p.sockets = looked;
 	p.duration_ns = now_ns() - t0;
+	plan_due(t0, p.duration_ns);
 	// The source that did the work; at least 1 ns: 0 means "not timed".
 	source_ns_[p.diag] = std::max<int64_t>(1, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
 	passes_++;
@@ -896,6 +898,8 @@ void floor_guard::full_pass(pid_t self, struct sockbuf_guard_report *out)
 	stats_.last_pass_ns = p.duration_ns;
 	stats_.max_pass_ns = std::max(stats_.max_pass_ns, p.duration_ns);
 	stats_.total_pass_ns += p.duration_ns;
+	stats_.max_late_us = std::max(
+	    stats_.max_late_us, uint32_t(std::min<int64_t>(late / 1000, int64_t(UINT32_MAX))));
 	stats_.source = p.diag;
 	stats_.diag_err = diag_err_;
 	stats_.uring_err = uring_err_;
@@ -954,7 +958,7 @@ void floor_guard::after_fork_child()
 	sweep_lo_ = sweep_hi_ = 0;
 	new (&thread_) std::thread();
 	stop_word_.store(0, std::memory_order_relaxed);
-	interval_us_ = 0;
+	set_interval(0);
 	mu_.unlock();
 	run_mu_.unlock();
 }
@@ -1049,14 +1053,14 @@ int floor_guard::start(unsigned int interval_us)
 		events = wake_fd_ >= 0; // no eventfd: poll at @interval_us
 	}
 	const unsigned int net_us = net_interval_us_;
-	interval_us_ = events ? net_us : interval_us;
+	set_interval(events ? net_us : interval_us);
 	try {
 		if (events)
 			thread_ = std::thread([this, net_us] { run_thread_events(net_us); });
 		else
 			thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
 	} catch (const std::system_error &) {
-		interval_us_ = 0;
+		set_interval(0);
 		return -EAGAIN;
 	}
 	return 0;
@@ -1081,7 +1085,7 @@ int floor_guard::stop()
 	}
 	t.join();
 	std::lock_guard<std::mutex> lock(run_mu_);
-	interval_us_ = 0;
+	set_interval(0);
 	return 0;
 }
 
@@ -1126,7 +1130,7 @@ int floor_guard::timerfd(unsigned int interval_us)
 			return err;
 		}
 	}
-	interval_us_ = interval_us;
+	set_interval(interval_us);
 	std::lock_guard<std::mutex> lock(mu_);
 	if (timer_fd_ >= 0)
 		::close(timer_fd_); // a forked child's copy of its parent's timer
@@ -1134,6 +1138,33 @@ int floor_guard::timerfd(unsigned int interval_us)
 	epoll_fd_ = ep;
 	timer_owner_ = getpid();
 	return ep >= 0 ? ep : fd;
+}
+
+void floor_guard::set_interval(unsigned int interval_us)
+{
+	interval_us_.store(interval_us, std::memory_order_relaxed);
+	drive_epoch_.fetch_add(1, std::memory_order_release);
+}
+
+// How late a full pass starting at @t0 is: 0 unless a driver runs and
+// planned this pass (plan_due() under the same driver: a restarted or
+// stopped driver owes nothing).  Caller holds pass_mu_.
+int64_t floor_guard::late_ns(int64_t t0) const
+{
+	if (due_ns_ <= 0 || due_epoch_ != drive_epoch_.load(std::memory_order_acquire))
+		return 0;
+	return std::max<int64_t>(0, t0 - due_ns_);
+}
+
+// The driver's rule (run_thread()): the next pass one interval after this
+// one began, or resting as long as this one took, whichever is later.
+// The caller's timer keeps its own period, so for sockbuf_guard_timerfd()
+// this errs early: lateness is never overstated.  Caller holds pass_mu_.
+void floor_guard::plan_due(int64_t t0, int64_t duration_ns)
+{
+	due_epoch_ = drive_epoch_.load(std::memory_order_acquire);
+	const int64_t every = int64_t(interval_us_.load(std::memory_order_relaxed)) * 1000;
+	due_ns_ = every ? std::max(t0 + every, t0 + 2 * duration_ns) : 0;
 }
 
 void floor_guard::stats(struct sockbuf_guard_totals *out)

@@ -210,7 +210,19 @@ private:
 	std::thread thread_;
 	std::atomic<uint32_t> stop_word_{0}; // a futex word: 1 stops the thread
 	static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-	unsigned int interval_us_ = 0;
+	// The driver's interval, 0 without one.  Written under run_mu_ by
+	// set_interval(), which also moves drive_epoch_ on; read by passes
+	// (any thread) to tell when the next full pass is due.
+	std::atomic<unsigned int> interval_us_{0};
+	std::atomic<uint32_t> drive_epoch_{0};
+	void set_interval(unsigned int interval_us);
+	// When the next full pass is due under the driver of due_epoch_
+	// (under pass_mu_): a pass that starts later was scheduled late by
+	// the difference (sockbuf_guard_totals.max_late_us).
+	int64_t due_ns_ = 0;
+	uint32_t due_epoch_ = 0;
+	int64_t late_ns(int64_t t0) const;
+	void plan_due(int64_t t0, int64_t duration_ns);
 };
 
 } // namespace sockbuf::guard

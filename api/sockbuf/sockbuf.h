@@ -661,9 +661,20 @@ struct sockbuf_guard_report {
  * @reused:         the sum of sockbuf_guard_report.reused: entries dropped
  *                  because their fd named another socket.
  *
+ * @max_late_us:    the longest a full pass started after it was due
+ *                  while a driver ran it (sockbuf_guard_start() or
+ *                  sockbuf_guard_timerfd()): due one interval after the
+ *                  previous pass began, or as long after its end as it
+ *                  took, whichever is later.  How late the guard's thread,
+ *                  or the caller's loop around its timer, was scheduled:
+ *                  a cut can stay unrestored for the interval, this and
+ *                  one pass.  Counted from the driver's second pass;
+ *                  saturates at UINT32_MAX.
+ *
  * @reserve_ok, @reserve_failed, @reserve_err, @uring_err, @source,
- * @bpf_err and @reused were taken from @reserved: the struct keeps its
- * size, and older callers that zeroed @reserved read them as 0.
+ * @bpf_err, @reused and @max_late_us were taken from @reserved: the
+ * struct keeps its size, and older callers that zeroed @reserved read them
+ * as 0.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -685,7 +696,7 @@ struct sockbuf_guard_totals {
 	int source;
 	int bpf_err;
 	uint32_t reused;
-	uint32_t reserved[1];
+	uint32_t max_late_us;
 };
 
 /**

@@ -26,6 +26,7 @@
 #include <sys/un.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -559,6 +560,79 @@ TEST(GuardDrive, BackgroundThreadRestoresAndDestroyStopsIt)
 	EXPECT_EQ(buflock(s), 0);
 	EXPECT_EQ(sockbuf_guard_destroy(id), 0); // thread still running
 	EXPECT_EQ(sockbuf_guard_stats(id, &t), -EBADF);
+}
+
+// The caller's loop that serves its timer late is told by how much:
+// max_late_us is the time past the pass that was due (one interval after
+// the previous one began), never more than the loop really waited.
+TEST(GuardDrive, LateLoopIsReported)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	ASSERT_GE(sockbuf_guard_timerfd(g.id, 10'000), 0);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	const auto first = std::chrono::steady_clock::now();
+	// The loop is busy elsewhere for 150 ms: that is the lateness under
+	// test, not a wait for something to happen.
+	::poll(nullptr, 0, 150);
+	const auto second = std::chrono::steady_clock::now();
+	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	struct sockbuf_guard_totals t = {};
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_GE(t.max_late_us, 150'000u - 10'000u - 5'000u) << "the late pass went unreported";
+	const auto waited_us =
+	    std::chrono::duration_cast<std::chrono::microseconds>(second - first).count();
+	EXPECT_LE(int64_t(t.max_late_us), waited_us - 10'000 + 5'000)
+	    << "more lateness than the loop waited";
+}
+
+// Passes the caller makes without a driver are due at no time: nothing
+// is late, however far apart they are.
+TEST(GuardDrive, NoDriverNothingLate)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	::poll(nullptr, 0, 100);
+	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	struct sockbuf_guard_totals t = {};
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	EXPECT_EQ(t.max_late_us, 0u);
+}
+
+// A stopped thread owes no pass: its first pass after a restart 300 ms
+// later is not counted as 300 ms late.
+TEST(GuardDrive, RestartedThreadOwesNothing)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	auto passes_at_least = [&](uint64_t n) {
+		struct sockbuf_guard_totals t = {};
+		for (int i = 0; i < 4000 && t.passes < n; i++) {
+			::poll(nullptr, 0, 1);
+			EXPECT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+		}
+		return t;
+	};
+	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
+	ASSERT_GE(passes_at_least(3).passes, 3u) << "no passes within 4 s";
+	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	::poll(nullptr, 0, 300);
+	struct sockbuf_guard_totals before = {};
+	ASSERT_EQ(sockbuf_guard_stats(g.id, &before), 0);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
+	const struct sockbuf_guard_totals after = passes_at_least(before.passes + 2);
+	ASSERT_GE(after.passes, before.passes + 2) << "no passes within 4 s of the restart";
+	EXPECT_LT(after.max_late_us, 250'000u) << "the stopped time was counted as lateness";
 }
 
 // A child shares its parent's sockets: its copy of the guard does not

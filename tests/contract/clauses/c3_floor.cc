@@ -8,14 +8,12 @@
 // driven by its own thread or by a timerfd in a poll() loop (guard.h);
 // a dip (one buffer, both sources, first to last sample under the floor)
 // is allowed only if it lasted no longer than the bound of the socket's
-// driver (repair_bound_us_of: interval, longest pass, scheduling
-// allowance), and the buffer ends at or above the floor (read after the
-// drivers stopped, before anything restores it).
-// The library half has a time bound, so it can only pass when the samples
-// are closer together than that bound: a longer gap could hide a dip the
-// guard never repaired, and the verdict is then "unverified".
-// Library, reserve mode: sockbuf_set_initial_bufsize with
-// SOCKBUF_F_RESERVE_MEM, then a floor guard made with
+// driver (repair_bound_us_of: interval, longest pass, and how late the
+// guard's passes began, at least a scheduling allowance), and the buffer ends at or above the floor
+// (read after the drivers stopped, before anything restores it). The library half has a time bound,
+// so it can only pass when the samples are closer together than that bound: a longer gap could hide
+// a dip the guard never repaired, and the verdict is then "unverified". Library, reserve mode:
+// sockbuf_set_initial_bufsize with SOCKBUF_F_RESERVE_MEM, then a floor guard made with
 // SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_EVENTS, its safety net at the
 // polling interval.  The promise is the guard's, "restored within one
 // interval plus one pass", judged like the guarded arm against the bound
@@ -130,9 +128,14 @@ std::string drivers_text(const scenario_result &r)
 	std::string out;
 	for (const auto &g : r.guards) {
 		dip_summary ds = dips_of(r, g.a, driver_from_name(g.driver));
-		out +=
-		    fmt::format("{}{} on {} sockets (bound {:.1f} ms): ", out.empty() ? "" : "; ",
-				guard_name(g.a, g.driver), g.sockets, double(g.bound_us) / 1e3);
+		// Lateness past the allowance widened the bound: say so.
+		const std::string late =
+		    g.max_late_us > guard_sched_allowance_us
+			? fmt::format(", passes up to {:.1f} ms late", double(g.max_late_us) / 1e3)
+			: "";
+		out += fmt::format(
+		    "{}{} on {} sockets (bound {:.1f} ms{}): ", out.empty() ? "" : "; ",
+		    guard_name(g.a, g.driver), g.sockets, double(g.bound_us) / 1e3, late);
 		if (ds.count)
 			out += fmt::format("{} dips, p50/p99/max {:.1f}/{:.1f}/{:.1f} ms under, ",
 					   ds.count, double(ds.p50_us) / 1e3,

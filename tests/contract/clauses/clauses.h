@@ -7,6 +7,8 @@
 
 #include "model.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,12 +42,19 @@ half_verdict judge_growth(const scenario_result &r, arm a);
 // How long a library-guarded buffer may stay under its floor before the
 // guard's restore counts as too late: the documented bound, the guard's
 // interval plus its longest pass (max_pass_ns of sockbuf_guard_stats(),
-// recorded per scenario and driver as guard_stats.bound_us), plus this
-// allowance for the thread that runs the passes (the library's, or the
-// user's event loop around the timerfd) being scheduled late: both run
-// with an application's ordinary scheduling, and the library cannot
-// promise that away on a loaded machine.
+// recorded per scenario and driver as guard_stats.bound_us), plus the
+// time the thread that runs the passes (the library's, or the user's
+// event loop around the timerfd) was scheduled late.  Both run with an
+// application's ordinary scheduling, which the library cannot promise
+// away on a loaded machine: the guard measures how late its due passes
+// began (max_late_us of sockbuf_guard_stats()), and the bound allows
+// that, or this allowance where the guard saw less (a pass can be due
+// and not yet begun when the run ends, unmeasured).
 inline constexpr int64_t guard_sched_allowance_us = 50'000;
+inline int64_t repair_bound_us(int64_t interval_us, int64_t max_pass_us, int64_t max_late_us)
+{
+	return interval_us + max_pass_us + std::max(guard_sched_allowance_us, max_late_us);
+}
 // The bound of a result that predates guard_stats.bound_us.
 inline int64_t repair_bound_us_of(const guard_stats &g)
 {

@@ -180,6 +180,7 @@ guard_stats floor_guard::stats() const
 		g.restores = t.restored;
 		g.restore_errors += t.errors;
 		g.max_pass_us = t.max_pass_ns / 1000;
+		g.max_late_us = t.max_late_us;
 		g.source = t.passes ? t.source : -1;
 	}
 	// With events on, passes run at the safety net's interval: that is
@@ -197,7 +198,7 @@ guard_stats floor_guard::stats() const
 			interval = e.net_interval_us;
 	}
 	g.interval_us = interval;
-	g.bound_us = int64_t(interval) + g.max_pass_us + guard_sched_allowance_us;
+	g.bound_us = repair_bound_us(interval, g.max_pass_us, g.max_late_us);
 	return g;
 }
 

@@ -52,7 +52,8 @@ public:
 	// The library's totals so far, with the bound: how long a dip may
 	// last under this guard, the documented one interval (the safety
 	// net's while events drive it) plus the longest pass (max_pass_ns of
-	// the library's totals), plus the scheduling allowance (clauses.h).
+	// the library's totals), plus how late its due passes began, at
+	// least the scheduling allowance (clauses.h, repair_bound_us()).
 	guard_stats stats() const;
 	int sockets() const { return sockets_; }
 

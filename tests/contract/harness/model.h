@@ -174,6 +174,7 @@ struct guard_stats {
 	uint32_t interval_us = 0;
 	uint64_t passes = 0, violations = 0, restores = 0, restore_errors = 0;
 	int64_t max_pass_us = 0;	 // the longest library pass
+	int64_t max_late_us = 0;	 // the latest a due pass started
 	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
 	int source = -1;		 // SOCKBUF_GUARD_SRC_* of the last pass
 	std::vector<std::string> events; // first few, for the report

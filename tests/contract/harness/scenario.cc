@@ -59,6 +59,7 @@ guard_stats sum_of(const std::vector<guard_stats> &per_driver)
 		t.restores += g.restores;
 		t.restore_errors += g.restore_errors;
 		t.max_pass_us = std::max(t.max_pass_us, g.max_pass_us);
+		t.max_late_us = std::max(t.max_late_us, g.max_late_us);
 		if (g.sockets && (t.bound_us == 0 || g.bound_us < t.bound_us))
 			t.bound_us = g.bound_us;
 		for (const auto &e : g.events)

@@ -175,6 +175,30 @@ TEST(Dips, EachSocketIsHeldToItsOwnDriversBound)
 		  outcome::fail);
 }
 
+TEST(Dips, GuardScheduledLateWidensItsBoundAndSaysSo)
+{
+	// 1 ms interval, 1 ms passes: on time the bound is 52 ms and a 250 ms
+	// dip fails; the same guard whose due passes began up to 260 ms late
+	// (max_late_us) is held to 262 ms, and the verdict says why.
+	const int64_t on_time = repair_bound_us(1000, 1000, 0);
+	const int64_t late = repair_bound_us(1000, 1000, 260'000);
+	EXPECT_EQ(on_time, 52'000);
+	EXPECT_EQ(late, 262'000);
+	EXPECT_EQ(judge_c3(fake_run(guard_driver::thread, 250, on_time, on_time)).lib.o,
+		  outcome::fail);
+	scenario_result r = fake_run(guard_driver::thread, 250, late, on_time);
+	r.guards[0].max_late_us = 260'000;
+	verdict v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	EXPECT_NE(v.lib.why.find("thread driver on 2 sockets (bound 262.0 ms, passes up to "
+				 "260.0 ms late): 1 dips"),
+		  std::string::npos)
+	    << v.lib.why;
+	// Within the allowance nothing is said.
+	r.guards[0].max_late_us = 40'000;
+	EXPECT_EQ(judge_c3(r).lib.why.find("late"), std::string::npos);
+}
+
 TEST(Dips, ReportedPerDriverAndArm)
 {
 	scenario_result r = fake_run(guard_driver::timerfd, 30, 51'000, 51'000);

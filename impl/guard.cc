@@ -713,14 +713,20 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
 {
 	struct sockbuf_guard_report p = {};
-	if (events_on() && events_round(&p))
-		full = true;
+	int64_t round_ns = 0;
+	if (events_on()) {
+		const int64_t r0 = now_ns();
+		if (events_round(&p))
+			full = true;
+		round_ns = now_ns() - r0;
+	}
 	const int by_events = p.restored;
 	if (full)
 		full_pass(getpid(), &p);
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		ev_stats_.restored_events += uint64_t(by_events);
+		ev_stats_.total_round_ns += uint64_t(round_ns);
 		ev_stats_.restored_passes += uint64_t(p.restored - by_events);
 	}
 	if (out)

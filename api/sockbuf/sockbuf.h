@@ -910,6 +910,12 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  no longer named it (the identity check): not written.
  * @watch_err:      sockets the event map could not take (-errno of the
  *                  last; they are still guarded by passes).
+ * @total_round_ns: the rounds on records together (wall time, as
+ *                  total_pass_ns of sockbuf_guard_totals for passes): the
+ *                  two summed, divided by the time the guard has run, are
+ *                  an upper bound on the share of a core it takes.
+ *
+ * @total_round_ns was taken from @reserved (the struct keeps its size).
  */
 struct sockbuf_guard_event_totals {
 	int err;
@@ -922,7 +928,8 @@ struct sockbuf_guard_event_totals {
 	uint64_t restored_events;
 	uint64_t restored_passes;
 	uint64_t dropped;
-	uint64_t reserved[6];
+	uint64_t total_round_ns;
+	uint64_t reserved[5];
 };
 
 /**
@@ -932,7 +939,7 @@ struct sockbuf_guard_event_totals {
  *         SOCKBUF_GUARD_EVENTS.
  *
  * A separate call rather than more fields in sockbuf_guard_totals, which
- * has one reserved word left.
+ * has no reserved word left.
  *
  * Return: 0, or -EBADF, -EINVAL (@out NULL).
  */

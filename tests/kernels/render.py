@@ -555,7 +555,7 @@ def guard_name(g):
     return "reserve/" + name if g.get("arm") == "lib_reserve" else name
 
 
-def event_source_text(g):
+def event_source_text(g, secs=0):
     """Where an events guard's programs ran, or why it polled."""
     ev = g.get("event_source")
     if not isinstance(ev, dict):
@@ -563,10 +563,25 @@ def event_source_text(g):
     if ev.get("err", 0) == 0:
         fns = [n for bit, n in ((1, "__sk_mem_raise_allocated"), (2, "tcp_check_space"),
                                 (4, "__tcp_check_space")) if ev.get("attached", 0) & bit]
-        return "events (%s): %d records, %d restored on a record, %d by passes" % (
-            ", ".join(fns) or "none", ev.get("records", 0), ev.get("restored_events", 0),
+        rate = " (%.0f/s)" % (ev.get("records", 0) / secs) if secs else ""
+        return "events (%s): %d records%s, %d restored on a record, %d by passes" % (
+            ", ".join(fns) or "none", ev.get("records", 0), rate, ev.get("restored_events", 0),
             ev.get("restored_passes", 0))
     return "polled: %s" % (ev.get("error") or ev.get("err"))
+
+
+def late_text(g):
+    """How late the guard's due passes began, ms; "-" in results from
+    before the guard said."""
+    return "%.1f" % (g["max_late_us"] / 1e3) if "max_late_us" in g else "-"
+
+
+def busy_text(g, secs):
+    """The guard's passes and rounds, wall time, as a share of one core
+    over @secs; "-" in results from before the suite recorded them."""
+    if "pass_total_us" not in g or not secs:
+        return "-"
+    return "%.2f %%" % (100.0 * (g["pass_total_us"] + g.get("round_total_us", 0)) / (secs * 1e6))
 
 
 def render_guard_dips(results):
@@ -583,14 +598,15 @@ def render_guard_dips(results):
             drv = sc.get("floor_guard", {}).get("drivers", [])
             if not any(g.get("dips", {}).get("count", 0) for g in drv):
                 continue
+            secs = sc.get("seconds") or 0
             for g in drv:
                 d = g.get("dips", {})
                 n = d.get("count", 0)
                 ms = lambda k: "%.1f" % d.get(k, 0) if n else "-"
-                rows.append("| %s | %s | %s | %d | %d | %s | %s | %s | %.1f | %s |" % (
+                rows.append("| %s | %s | %s | %d | %d | %s | %s | %s | %.1f | %s | %s | %s |" % (
                     r["name"], sc.get("name"), guard_name(g), g.get("sockets", 0), n,
                     ms("p50_ms"), ms("p99_ms"), ms("max_ms"), g.get("bound_us", 0) / 1e3,
-                    esc(event_source_text(g))))
+                    late_text(g), busy_text(g, secs), esc(event_source_text(g, secs))))
     if not rows:
         return []
     return ["Scenarios of the contract run in which a floor guard's sockets went under "
@@ -599,9 +615,13 @@ def render_guard_dips(results):
             "percentiles, ms.  thread and timerfd poll every 10 ms; events wakes on the "
             "kernel's cuts (safety net 1 s) where its programs load, else polls at 10 ms; "
             "reserve/events is reserve mode's own guard (safety net 10 ms).", "",
+            "late: the longest a due pass of the guard began after it was due (its "
+            "thread, or the loop around its timer, scheduled late; the bound allows it, at "
+            "least 50 ms).  busy: the guard's passes and rounds on records, wall time, as a "
+            "share of one core over the scenario (an upper bound on its CPU).", "",
             "| kernel | scenario | driver | sockets | dips | p50 | p99 | max | bound | "
-            "event source |",
-            "|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+            "late | busy | event source |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
 
 
 def gtest_counts(doc):

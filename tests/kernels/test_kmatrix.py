@@ -179,11 +179,27 @@ class RenderTest(unittest.TestCase):
         r["section_rc"]["contract"] = 0
         out = render.render([r], None)
         self.assertIn("## Floor guard: time under the floor per dip", out)
-        self.assertIn("| pressure | thread | 2 | 3 | 0.2 | 12.5 | 12.5 | 61.0 | - |", out)
-        self.assertIn("| pressure | events | 2 | 4 | 0.2 | 0.4 | 0.4 | 61.0 | events "
-                      "(__sk_mem_raise_allocated, tcp_check_space): 9 records", out)
+        self.assertIn("| pressure | thread | 2 | 3 | 0.2 | 12.5 | 12.5 | 61.0 | - | - | - |",
+                      out)
+        self.assertIn("| pressure | events | 2 | 4 | 0.2 | 0.4 | 0.4 | 61.0 | - | - | events "
+                      "(__sk_mem_raise_allocated, tcp_check_space): 9 records, 4", out)
         self.assertIn("| pressure | reserve/events | 2 | 1 |", out)
         self.assertIn("polled: Operation not permitted", out)
+
+    def test_guard_lateness_time_and_record_rate(self):
+        r = self.result()
+        ev = {"err": 0, "error": "", "attached": 1, "records": 30, "restored_events": 3,
+              "restored_passes": 0}
+        g = {"driver": "events", "sockets": 2, "bound_us": 300000, "max_late_us": 240000,
+             "pass_total_us": 20000, "round_total_us": 30000, "event_source": ev,
+             "dips": {"count": 1, "p50_ms": 1.0, "p99_ms": 1.0, "max_ms": 1.0}}
+        sc = self.scenario("parallel", seconds=10.0, floor_guard={"drivers": [g]})
+        r["sections"]["contract"] = self.contract([sc])
+        r["section_rc"]["contract"] = 0
+        out = render.render([r], None)
+        # 240 ms late; 50 ms of 10 s busy; 30 records in 10 s.
+        self.assertIn("| 300.0 | 240.0 | 0.50 % | events (__sk_mem_raise_allocated): "
+                      "30 records (3/s), 3 restored", out)
 
     def test_guest_tests_count_failures_and_skips(self):
         r = self.result()

@@ -167,6 +167,7 @@ TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 	EXPECT_EQ(e.ev.restored_events, 1u);
 	EXPECT_EQ(e.ev.restored_passes, 0u);
 	EXPECT_EQ(e.ev.lost, 0u);
+	EXPECT_GT(e.ev.total_round_ns, 0u) << "the round that restored was not timed";
 }
 
 // The caller's loop: the fd is readable on a record, and the pass it calls

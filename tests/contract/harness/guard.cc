@@ -181,6 +181,7 @@ guard_stats floor_guard::stats() const
 		g.restore_errors += t.errors;
 		g.max_pass_us = t.max_pass_ns / 1000;
 		g.max_late_us = t.max_late_us;
+		g.pass_total_us = t.total_pass_ns / 1000;
 		g.source = t.passes ? t.source : -1;
 	}
 	// With events on, passes run at the safety net's interval: that is
@@ -194,6 +195,7 @@ guard_stats floor_guard::stats() const
 		g.records = e.records;
 		g.restored_events = e.restored_events;
 		g.restored_passes = e.restored_passes;
+		g.round_total_us = int64_t(e.total_round_ns / 1000);
 		if (e.err == 0 && e.net_interval_us > interval)
 			interval = e.net_interval_us;
 	}

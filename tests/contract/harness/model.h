@@ -173,8 +173,11 @@ struct guard_stats {
 	int sockets = 0;	  // sockets registered with this guard
 	uint32_t interval_us = 0;
 	uint64_t passes = 0, violations = 0, restores = 0, restore_errors = 0;
-	int64_t max_pass_us = 0;	 // the longest library pass
-	int64_t max_late_us = 0;	 // the latest a due pass started
+	int64_t max_pass_us = 0; // the longest library pass
+	int64_t max_late_us = 0; // the latest a due pass started
+	// Wall time in full passes and in rounds on records, summed: over
+	// the scenario's length, an upper bound on the guard's share of a core.
+	int64_t pass_total_us = 0, round_total_us = 0;
 	int64_t bound_us = 0;		 // how long a dip may last (guard.h)
 	int source = -1;		 // SOCKBUF_GUARD_SRC_* of the last pass
 	std::vector<std::string> events; // first few, for the report

@@ -367,6 +367,8 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 				   {"restore_errors", g.restore_errors},
 				   {"max_pass_us", g.max_pass_us},
 				   {"max_late_us", g.max_late_us},
+				   {"pass_total_us", g.pass_total_us},
+				   {"round_total_us", g.round_total_us},
 				   {"bound_us", g.bound_us},
 				   {"source", source_name(g.source)},
 				   {"dips", dips_json(dips_of(r, g.a, d))}});

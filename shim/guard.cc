@@ -94,6 +94,19 @@ void say_source(int guard)
 	l.emit();
 }
 
+// Whether any socket of this process has a floor now.
+bool any_floor()
+{
+	const int end = fd_high_water();
+	for (int fd = 0; fd < end; fd++) {
+		const fd_state *e = fd_slot(fd);
+		if (e->floor[0].load(std::memory_order_relaxed) ||
+		    e->floor[1].load(std::memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
 void *run(void *)
 {
 	// Host signals are the host's business: never run a handler here.
@@ -104,6 +117,12 @@ void *run(void *)
 	const int inherited = g_guard.exchange(-1);
 	if (inherited >= 0)
 		sockbuf_guard_destroy(inherited);
+	// No guard, and so no BPF programs loaded and attached, until this
+	// process has a socket to guard: a program's children that never set
+	// a floor (a build's compilers, a shell's commands, a pre-fork
+	// server's helpers) pay one scan of the fd table per interval.
+	while (!any_floor())
+		poll(nullptr, 0, g_args.interval_ms);
 	int guard = sockbuf_guard_new(g_args.flags);
 	if (guard < 0)
 		return nullptr;

@@ -5,6 +5,9 @@
 #include "hooks.h"
 #include "shim_util.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -578,6 +581,90 @@ TEST_F(ForceDenied, ForceRequestIsLeftAsTheKernelSetIt)
 // SHIM_GUARD_EXPECTED=1: the configuration has guard:5, and a buffer pushed
 // below its floor behind the shim's back comes back without any call of
 // the program's; 0: no guard, and it stays down (the control).
+
+namespace
+{
+
+// Sockets this process holds (the guard's inet_diag netlink socket among
+// them once it made its guard).
+int socket_fds()
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (const struct dirent *e = readdir(d)) {
+		char path[300], link[64];
+		std::snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		const ssize_t len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && std::strncmp(link, "socket:", 7) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+// The shim's guard thread ("sockbuf-guard"), 0 if there is none.
+pid_t guard_tid()
+{
+	pid_t tid = 0;
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 0;
+	while (const struct dirent *e = readdir(d)) {
+		std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+		std::string name;
+		if (std::getline(comm, name) && name == "sockbuf-guard")
+			tid = pid_t(std::atoi(e->d_name));
+	}
+	closedir(d);
+	return tid;
+}
+
+// How many times thread @tid went to sleep by itself.
+long voluntary_switches(pid_t tid)
+{
+	std::ifstream st("/proc/self/task/" + std::to_string(tid) + "/status");
+	std::string line;
+	while (std::getline(st, line))
+		if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+			return std::atol(line.c_str() + 24);
+	return -1;
+}
+
+} // namespace
+
+// The guard (and with it BPF programs and its netlink socket) is made
+// only once the process has a socket with a floor: a program's children
+// that never set one pay nothing.  The thread is waited for until it has
+// gone round its wait three times with no floor in the process; a guard
+// made eagerly would hold its socket by then.  This test runs first in
+// its process: no test before it has made a socket.
+TEST(FloorGuard, NoGuardUntilTheProcessHasAFloor)
+{
+	REQUIRE_SHIM();
+	const char *expected = std::getenv("SHIM_GUARD_EXPECTED");
+	ASSERT_NE(expected, nullptr) << "the ctest suite sets SHIM_GUARD_EXPECTED";
+	pid_t tid = 0;
+	for (int i = 0; i < 2000 && !(tid = guard_tid()); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	if (std::strcmp(expected, "1") != 0) {
+		EXPECT_EQ(tid, 0) << "a guard thread without guard:MS";
+		return;
+	}
+	ASSERT_NE(tid, 0) << "no sockbuf-guard thread within 2 s";
+	for (int i = 0; i < 2000 && voluntary_switches(tid) < 3; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_GE(voluntary_switches(tid), 3) << "the guard thread never waited";
+	ASSERT_EQ(socket_fds(), 0) << "a guard made with no floor in the process (or a socket "
+				      "from before the test)";
+	fd_guard s(tcp());
+	ASSERT_EQ(set_int(s.fd, SO_SNDBUF, 65536), 0); // a floor: the guard comes
+	int n = 1;
+	for (int i = 0; i < 2000 && (n = socket_fds()) < 2; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	EXPECT_GE(n, 2) << "no guard (its inet_diag socket) within 2 s of the first floor";
+}
 
 TEST(FloorGuard, BufferPushedBelowComesBackOnlyWithTheGuard)
 {

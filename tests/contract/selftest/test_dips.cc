@@ -12,6 +12,9 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <numeric>
 
 namespace sockbuf::contract
@@ -231,6 +234,43 @@ TEST(Dips, ReportedPerDriverAndArm)
 	EXPECT_NE(markdown_report(doc).find("timerfd driver on 2 sockets (bound 51.0 ms): 1 dips, "
 					    "p50/p99/max 30.0/30.0/30.0 ms"),
 		  std::string::npos);
+}
+
+// An events guard that polls for want of its programs is marked '*' in
+// the text table and its reason printed once under it; one that got its
+// programs is not marked.
+TEST(Dips, PollingEventsGuardIsMarkedWithItsReason)
+{
+	scenario_result r = fake_run(guard_driver::timerfd, 30, 51'000, 51'000);
+	guard_stats polled, attached;
+	polled.driver = attached.driver = "events";
+	polled.sockets = attached.sockets = 2;
+	polled.bound_us = attached.bound_us = 61'000;
+	polled.events_err = -EPERM;
+	attached.events_err = 0;
+	attached.a = arm::lib_reserve;
+	r.guards.push_back(polled);
+	r.guards.push_back(attached);
+	verdict v = judge_c3(r);
+	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
+		    {"profile", "quick"},
+		    {"privileged", true},
+		    {"seconds", 1.0},
+		    {"sysctls", json::object()},
+		    {"features", json::object()},
+		    {"scenarios", json::array({scenario_json(r, {v}, false)})}};
+	const std::string text = text_report(doc);
+	EXPECT_NE(text.find("fake             events*                2     0       -       -    "
+			    "   -    61.0\n"),
+		  std::string::npos)
+	    << text;
+	EXPECT_NE(text.find("fake             reserve/events         2     0"), std::string::npos)
+	    << text;
+	EXPECT_EQ(text.find("reserve/events*"), std::string::npos) << text;
+	const std::string why =
+	    "* events did not load (" + std::string(std::strerror(EPERM)) + "): the guard polls\n";
+	EXPECT_NE(text.find(why), std::string::npos) << text;
+	EXPECT_EQ(text.find(why), text.rfind(why)) << "the reason printed more than once";
 }
 
 } // namespace

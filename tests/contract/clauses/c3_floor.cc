@@ -248,6 +248,15 @@ verdict judge_c3(const scenario_result &r)
 				   n_reserve, reserved);
 	if (unreserved)
 		why += fmt::format(" ({} without: {})", unreserved, std::strerror(-reserve_err));
+	if (n_reserve) {
+		// Where the dips were: the promise differs with the reservation.
+		const dip_summary in = dips_of(r, arm::lib_reserve, std::nullopt, true);
+		const dip_summary out = dips_of(r, arm::lib_reserve, std::nullopt, false);
+		why += fmt::format("; dips: {} with the reservation in force (max {:.1f} ms), {} "
+				   "without (max {:.1f} ms)",
+				   in.count, double(in.max_us) / 1e3, out.count,
+				   double(out.max_us) / 1e3);
+	}
 	settle(&v.lib, n + n_reserve, why, "no library sockets");
 	v.lib.gap_ms = double(gap.us) / 1e3;
 	v.lib.bound_ms = double(bound) / 1e3;

@@ -29,12 +29,14 @@ dip_summary summarize_dips(std::vector<int64_t> lengths_us)
 	return d;
 }
 
-dip_summary dips_of(const scenario_result &r, arm a, std::optional<guard_driver> driver)
+dip_summary dips_of(const scenario_result &r, arm a, std::optional<guard_driver> driver,
+		    std::optional<bool> reserved)
 {
 	std::vector<int64_t> us;
 	uint64_t dropped = 0;
 	for (const auto &s : r.sockets) {
-		if (s.a != a || s.r == role::listener || (driver && s.driver != *driver))
+		if (s.a != a || s.r == role::listener || (driver && s.driver != *driver) ||
+		    (reserved && bool(s.reserved) != *reserved))
 			continue;
 		for (const dip_log *l : {&s.snd_dips, &s.rcv_dips}) {
 			for (const auto &d : l->dips)

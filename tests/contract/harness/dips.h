@@ -28,8 +28,10 @@ int64_t nearest_rank(const std::vector<int64_t> &sorted, double q);
 dip_summary summarize_dips(std::vector<int64_t> lengths_us);
 
 // Every dip of the non-listener sockets of @a in @r (only those guarded by
-// @driver, when given), both directions.
+// @driver, when given; only those whose SO_RESERVE_MEM was in force, or
+// only those refused, when @reserved is given), both directions.
 dip_summary dips_of(const scenario_result &r, arm a,
-		    std::optional<guard_driver> driver = std::nullopt);
+		    std::optional<guard_driver> driver = std::nullopt,
+		    std::optional<bool> reserved = std::nullopt);
 
 } // namespace sockbuf::contract

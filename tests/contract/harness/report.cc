@@ -381,6 +381,10 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	json dips = json::object();
 	for (arm a : {arm::raw_unlock, arm::lib_initial, arm::lib_reserve})
 		dips[arm_name(a)] = dips_json(dips_of(r, a));
+	// Reserve mode's promise differs by whether the reservation took:
+	// its dips apart for the sockets with SO_RESERVE_MEM in force.
+	dips["lib_reserve_in_force"] = dips_json(dips_of(r, arm::lib_reserve, std::nullopt, true));
+	dips["lib_reserve_refused"] = dips_json(dips_of(r, arm::lib_reserve, std::nullopt, false));
 	j["dips"] = dips;
 	json arms;
 	for (int a = 0; a < arm_count; a++)

@@ -236,6 +236,28 @@ TEST(Dips, ReportedPerDriverAndArm)
 		  std::string::npos);
 }
 
+// Reserve mode's dips are told apart by whether the reservation took: the
+// verdict and the JSON say which sockets went under.
+TEST(Dips, ReserveModeDipsSplitByReservation)
+{
+	scenario_result r = fake_run(guard_driver::thread, 30, 51'000, 51'000);
+	for (auto &s : r.sockets) {
+		s.a = arm::lib_reserve;
+		s.reserved = s.r == role::server; // the client, which dips, was refused
+	}
+	for (auto &g : r.guards)
+		g.a = arm::lib_reserve;
+	verdict v = judge_c3(r);
+	EXPECT_NE(v.lib.why.find("dips: 0 with the reservation in force (max 0.0 ms), 1 "
+				 "without (max 30.0 ms)"),
+		  std::string::npos)
+	    << v.lib.why;
+	json j = scenario_json(r, {v}, false);
+	EXPECT_EQ(j["dips"]["lib_reserve_in_force"]["count"], 0);
+	EXPECT_EQ(j["dips"]["lib_reserve_refused"]["count"], 1);
+	EXPECT_EQ(j["dips"]["lib_reserve_refused"]["max_ms"], 30.0);
+}
+
 // An events guard that polls for want of its programs is marked '*' in
 // the text table and its reason printed once under it; one that got its
 // programs is not marked.

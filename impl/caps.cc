@@ -20,4 +20,17 @@ bool net_admin_effective()
 	return held;
 }
 
+bool bpf_tracing_effective()
+{
+	void *saved = capng_save_state();
+	bool held = false;
+	if (capng_get_caps_process() == 0)
+		held = capng_have_capability(CAPNG_EFFECTIVE, CAP_SYS_ADMIN) != 0 ||
+		       (capng_have_capability(CAPNG_EFFECTIVE, CAP_BPF) != 0 &&
+			capng_have_capability(CAPNG_EFFECTIVE, CAP_PERFMON) != 0);
+	if (saved)
+		capng_restore_state(&saved);
+	return held;
+}
+
 } // namespace sockbuf::caps

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "guard_events.h"
 
+#include "caps.h"
+
 #include <cerrno>
 #include <unistd.h>
 
@@ -75,14 +77,23 @@ int event_source::open()
 {
 	if (st_)
 		return 0;
+	// Unprivileged (the common case for a preloaded program): say so
+	// before parsing the kernel's BTF, a few MB, for nothing; and give
+	// the reason that applies even on a kernel without BTF.
+	if (!caps::bpf_tracing_effective())
+		return -EPERM;
 	quiet_libbpf quiet;
 	// Which of the functions this kernel has: __tcp_check_space (7.x)
 	// is preferred to tcp_check_space (before it, global; later an inline
 	// wrapper).
 	errno = 0;
 	btf *vmlinux = btf__load_vmlinux_btf();
-	if (!vmlinux)
-		return errno_or(-ENOENT);
+	if (!vmlinux) {
+		// libbpf says ESRCH when no vmlinux BTF exists (a kernel built
+		// without CONFIG_DEBUG_INFO_BTF): the documented -ENOENT.
+		const int err = errno_or(-ENOENT);
+		return err == -ESRCH ? -ENOENT : err;
+	}
 	const bool has_raise =
 	    btf__find_by_name_kind(vmlinux, "__sk_mem_raise_allocated", BTF_KIND_FUNC) > 0;
 	const char *check = nullptr;

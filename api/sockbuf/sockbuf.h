@@ -512,7 +512,7 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * look.  A guard holds sockets with their floors and, on each pass, raises
  * every buffer found below its floor back to it, unlocked where the kernel
  * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
- * "restored within one interval plus one pass", not "never below": for that, lock the buffer
+ * "restored within one period plus one pass" (sockbuf_guard_start()), not "never below": for that, lock the buffer
  * (a reservation, SOCKBUF_GUARD_RESERVE_MEM, spares the guard moderation's cuts but not the
  * kernel's reserve rule under TCP memory pressure: reserve mode keeps this same promise).  With
  * SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
@@ -834,9 +834,14 @@ SOCKBUF_API int sockbuf_guard_pass(int guard, struct sockbuf_guard_report *out);
 /**
  * sockbuf_guard_start() - run passes on a background thread.
  * @guard:       the guard.
- * @interval_us: time from the start of one pass to the start of the next
- *               (at least the pass's own duration: the thread never takes
- *               more than half a core); 100 to 60,000,000.
+ * @interval_us: time from the start of one pass to the start of the next,
+ *               or longer: the thread rests at least as long as a pass
+ *               took, so it never takes more than half a core (passes of
+ *               6 ms at a 10 ms interval start every 12 ms); 100 to
+ *               60,000,000.  A socket cut just after a pass read it is
+ *               restored by the next pass: within one such period plus
+ *               one pass, once the thread is scheduled
+ *               (sockbuf_guard_totals.max_late_us says how late it was).
  *
  * Return: 0, or -EBADF, -EINVAL (interval out of range), -EALREADY (a
  * thread or a timer already drives this guard), -EAGAIN (no thread could

@@ -40,20 +40,27 @@ verdict judge_integrity(const scenario_result &r);
 half_verdict judge_growth(const scenario_result &r, arm a);
 
 // How long a library-guarded buffer may stay under its floor before the
-// guard's restore counts as too late: the documented bound, the guard's
-// interval plus its longest pass (max_pass_ns of sockbuf_guard_stats(),
-// recorded per scenario and driver as guard_stats.bound_us), plus the
-// time the thread that runs the passes (the library's, or the user's
-// event loop around the timerfd) was scheduled late.  Both run with an
+// guard's restore counts as too late: the documented bound, one period of
+// the guard's passes plus its longest pass (max_pass_ns of
+// sockbuf_guard_stats(); a cut just after the pass read the socket waits
+// for the next pass to reach it), plus the time the thread that runs the
+// passes was scheduled late.  The period is the interval, or more when
+// passes are long: the library's thread rests at least as long as a pass
+// took (it never takes more than half a core), so it is twice the longest
+// pass there; the caller's loop around sockbuf_guard_timerfd() passes
+// again as soon as it can (@rests false).  Both threads run with an
 // application's ordinary scheduling, which the library cannot promise
 // away on a loaded machine: the guard measures how late its due passes
 // began (max_late_us of sockbuf_guard_stats()), and the bound allows
-// that, or this allowance where the guard saw less (a pass can be due
-// and not yet begun when the run ends, unmeasured).
+// that, or this allowance where the guard saw less (a pass can be due and
+// not yet begun when the run ends, unmeasured).  Recorded per scenario
+// and driver as guard_stats.bound_us.
 inline constexpr int64_t guard_sched_allowance_us = 50'000;
-inline int64_t repair_bound_us(int64_t interval_us, int64_t max_pass_us, int64_t max_late_us)
+inline int64_t repair_bound_us(int64_t interval_us, int64_t max_pass_us, int64_t max_late_us,
+			       bool rests = true)
 {
-	return interval_us + max_pass_us + std::max(guard_sched_allowance_us, max_late_us);
+	const int64_t period = std::max(interval_us, (rests ? 2 : 1) * max_pass_us);
+	return period + max_pass_us + std::max(guard_sched_allowance_us, max_late_us);
 }
 // The bound of a result that predates guard_stats.bound_us.
 inline int64_t repair_bound_us_of(const guard_stats &g)

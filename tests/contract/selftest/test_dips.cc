@@ -180,20 +180,25 @@ TEST(Dips, EachSocketIsHeldToItsOwnDriversBound)
 
 TEST(Dips, GuardScheduledLateWidensItsBoundAndSaysSo)
 {
-	// 1 ms interval, 1 ms passes: on time the bound is 52 ms and a 250 ms
-	// dip fails; the same guard whose due passes began up to 260 ms late
-	// (max_late_us) is held to 262 ms, and the verdict says why.
+	// 1 ms interval, 1 ms passes, so a 2 ms period (the thread rests as
+	// long as a pass took): on time the bound is 53 ms and a 250 ms dip
+	// fails; the same guard whose due passes began up to 260 ms late
+	// (max_late_us) is held to 263 ms, and the verdict says why.
 	const int64_t on_time = repair_bound_us(1000, 1000, 0);
 	const int64_t late = repair_bound_us(1000, 1000, 260'000);
-	EXPECT_EQ(on_time, 52'000);
-	EXPECT_EQ(late, 262'000);
+	EXPECT_EQ(on_time, 53'000);
+	EXPECT_EQ(late, 263'000);
+	// Long passes stretch the period: 10 ms interval, 64 ms passes.
+	EXPECT_EQ(repair_bound_us(10'000, 64'000, 0), 128'000 + 64'000 + 50'000);
+	// The caller's timerfd loop does not rest: one pass is its period.
+	EXPECT_EQ(repair_bound_us(10'000, 64'000, 0, false), 64'000 + 64'000 + 50'000);
 	EXPECT_EQ(judge_c3(fake_run(guard_driver::thread, 250, on_time, on_time)).lib.o,
 		  outcome::fail);
 	scenario_result r = fake_run(guard_driver::thread, 250, late, on_time);
 	r.guards[0].max_late_us = 260'000;
 	verdict v = judge_c3(r);
 	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
-	EXPECT_NE(v.lib.why.find("thread driver on 2 sockets (bound 262.0 ms, passes up to "
+	EXPECT_NE(v.lib.why.find("thread driver on 2 sockets (bound 263.0 ms, passes up to "
 				 "260.0 ms late): 1 dips"),
 		  std::string::npos)
 	    << v.lib.why;

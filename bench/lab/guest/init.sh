@@ -11,6 +11,11 @@ mount -t tmpfs tmp /tmp
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 echo "+memory" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 dmesg -n 1
+if [ -f /modules/order ]; then
+	while read -r m; do
+		insmod "/modules/$m" 2>/dev/null || echo "@@ insmod $m failed"
+	done </modules/order
+fi
 /usr/sbin/ip link set lo up
 echo "@@ kernel $(uname -r), $(nproc) CPUs"
 [ -e /sys/kernel/btf/vmlinux ] && echo "@@ btf present"

@@ -63,8 +63,12 @@ def main():
     programs["lab.sh"] = a.lab
     initrd = os.path.join(a.cache, "images", "lab-%d.cpio.gz" % os.getpid())
     os.makedirs(os.path.dirname(initrd), exist_ok=True)
-    image.build_initramfs(initrd, kroot, release, programs, os.path.join(HERE, "init.sh"),
-                          guest_modules=[] if kroot else None)
+    # A packaged kernel brings the matrix's modules (veth, netem, tbf,
+    # inet_diag); a built one has everything in it.
+    _, mods, missing = image.build_initramfs(initrd, kroot, release, programs,
+                                             os.path.join(HERE, "init.sh"))
+    if missing:
+        print("run: modules not in the package: %s" % ", ".join(missing), flush=True)
     cmd = boot.qemu_command(vmlinuz, initrd, params, smp=a.smp, mem_mb=a.mem)
     print("run: %s, timeout %d s" % (" ".join(cmd[-6:-2]), a.timeout), flush=True)
     t0 = time.monotonic()

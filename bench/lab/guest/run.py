@@ -32,9 +32,15 @@ def find_kernel(name, cache):
         if e.name != name or e.is_host:
             continue
         for d in sorted(glob.glob(os.path.join(cache, "extract", "*"))):
-            vm = glob.glob(os.path.join(d, "boot", "vmlinuz-*"))
-            if vm and re.match(e.package, os.path.basename(d).split("_")[0]):
-                return vm[0], d, os.path.basename(vm[0])[len("vmlinuz-"):]
+            if not re.match(e.package, os.path.basename(d).split("_")[0]):
+                continue
+            # As run-matrix unpacked it (kmatrix/image.py extract()).
+            for mods in sorted(glob.glob(os.path.join(d, "lib", "modules", "*")), reverse=True):
+                release = os.path.basename(mods)
+                for vm in (os.path.join(d, "boot", "vmlinuz-" + release),
+                           os.path.join(mods, "vmlinuz")):
+                    if os.path.isdir(os.path.join(mods, "kernel")) and os.path.exists(vm):
+                        return vm, d, release
         raise SystemExit("run: %s is not in %s/extract yet: run tests/kernels/run-matrix "
                          "--full --only %s once" % (name, cache, name))
     raise SystemExit("run: no kernel %s in tests/kernels/matrix.txt and no such file" % name)

@@ -219,8 +219,8 @@ private:
 	// When the next full pass is due under the driver of due_epoch_
 	// (under pass_mu_): a pass that starts later was scheduled late by
 	// the difference (sockbuf_guard_totals.max_late_us).
-	int64_t due_ns_ = 0;
 	uint32_t due_epoch_ = 0;
+	int64_t due_ns_ = 0;
 	int64_t late_ns(int64_t t0) const;
 	void plan_due(int64_t t0, int64_t duration_ns);
 };

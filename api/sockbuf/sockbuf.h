@@ -512,10 +512,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * look.  A guard holds sockets with their floors and, on each pass, raises
  * every buffer found below its floor back to it, unlocked where the kernel
  * allows (as sockbuf_restore_floor() would, from the sizes the pass read).  What it promises is
- * "restored within one period plus one pass" (sockbuf_guard_start()), not "never below": for that, lock the buffer
- * (a reservation, SOCKBUF_GUARD_RESERVE_MEM, spares the guard moderation's cuts but not the
- * kernel's reserve rule under TCP memory pressure: reserve mode keeps this same promise).  With
- * SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
+ * "restored within one period plus one pass" (sockbuf_guard_start()), not "never below": for that,
+ * lock the buffer (a reservation, SOCKBUF_GUARD_RESERVE_MEM, spares the guard moderation's cuts but
+ * not the kernel's reserve rule under TCP memory pressure: reserve mode keeps this same promise).
+ * With SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
  * functions they watch is restored on the record it posts, without waiting for a pass;
  * passes remain the safety net for the others.
  *

@@ -9,7 +9,9 @@
 # worst), the bystander's MB/s and p99, the most TCP memory in use
 # (/proc/net/sockstat, pages, sampled every 200 ms), and the kernel's
 # TCPMemoryPressures count over the run.  lab_tcp_mem (e.g. "2000 3000
-# 4000") lowers net.ipv4.tcp_mem for the whole guest first.
+# 4000") lowers net.ipv4.tcp_mem for the whole guest first; lab_memcg
+# (bytes) runs the big server in a memory cgroup with that memory.max
+# instead (socket memory is charged to it: cgroup v2).
 # One line per run: "@@ many rtt=R bufs=B clients=N {...}".
 ip() { /usr/sbin/ip "$@"; }
 tc() { /usr/sbin/tc "$@"; }
@@ -51,8 +53,20 @@ for b in $bufs_list; do
 	size=""
 	[ "$b" = default ] || size="--bufsize=16M --force"
 	rm -f /tmp/many/*
-	ip netns exec a /usr/bin/rpc-server --listen=198.18.0.1:$port --bufs=$b $size \
-		--max-clients=$n --threads=8 --seconds=$((secs + 180)) >/tmp/many/srv 2>&1 &
+	cg=""
+	if [ -n "${lab_memcg:-}" ]; then
+		cg=/sys/fs/cgroup/many-$b
+		mkdir -p $cg && echo "$lab_memcg" >$cg/memory.max || { echo "@@ many: no memcg"; exit 1; }
+	fi
+	# The server joins the cgroup before it execs: sh -c's own $$.
+	if [ -n "$cg" ]; then
+		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+			/usr/sbin/ip netns exec a /usr/bin/rpc-server --listen=198.18.0.1:$port --bufs=$b $size \
+			--max-clients=$n --threads=8 --seconds=$((secs + 180)) >/tmp/many/srv 2>&1 &
+	else
+		/usr/sbin/ip netns exec a /usr/bin/rpc-server --listen=198.18.0.1:$port --bufs=$b $size \
+			--max-clients=$n --threads=8 --seconds=$((secs + 180)) >/tmp/many/srv 2>&1 &
+	fi
 	srv=$!
 	ip netns exec a /usr/bin/rpc-server --listen=198.18.0.1:$((port + 1)) --bufs=default \
 		--max-clients=1 --threads=2 --seconds=$((secs + 180)) >/tmp/many/by-srv 2>&1 &
@@ -97,7 +111,10 @@ for b in $bufs_list; do
 		field p99_us "$f" >>/tmp/many/p99
 	done
 	p99=$(sort -n /tmp/many/p99 | awk '{ v[NR] = $1 } END { if (NR) printf "%.0f %.0f", v[int((NR + 1) / 2)], v[NR]; else print "0 0" }')
-	echo "@@ many rtt=$rtt bufs=$b clients=$n {\"sum_MBps\":$sum,\"clients_failed\":$errs,\"p99_us_median\":${p99% *},\"p99_us_worst\":${p99#* },\"bystander_MBps\":$(num MBps /tmp/many/by),\"bystander_p99_us\":$(num p99_us /tmp/many/by),\"tcp_mem_peak_pages\":$peak,\"memory_pressures\":$((p1 - p0)),\"server\":\"$(head -1 /tmp/many/srv | tr -d '"')\"}"
+	events=""
+	[ -n "$cg" ] && events=$(tr '\n' ' ' <$cg/memory.events)
+	echo "@@ many rtt=$rtt bufs=$b clients=$n {\"memcg_events\":\"$events\",\"sum_MBps\":$sum,\"clients_failed\":$errs,\"p99_us_median\":${p99% *},\"p99_us_worst\":${p99#* },\"bystander_MBps\":$(num MBps /tmp/many/by),\"bystander_p99_us\":$(num p99_us /tmp/many/by),\"tcp_mem_peak_pages\":$peak,\"memory_pressures\":$((p1 - p0)),\"server\":\"$(head -1 /tmp/many/srv | tr -d '"')\"}"
 	kill $srv $by_srv 2>/dev/null
 	wait $srv $by_srv 2>/dev/null
+	[ -n "$cg" ] && rmdir $cg 2>/dev/null
 done

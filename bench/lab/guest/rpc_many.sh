@@ -39,10 +39,11 @@ if [ -n "${lab_tcp_mem:-}" ]; then
 	echo "$lab_tcp_mem" | tr _ ' ' >/proc/sys/net/ipv4/tcp_mem
 fi
 echo "@@ many: tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem), $(nproc) CPUs, $(grep MemTotal /proc/meminfo)"
-# The TCPMemoryPressures counter of /proc/net/netstat (global).
+# The TCPMemoryPressures counter of the servers' namespace (the MIB
+# counters are per network namespace; tcp_mem and sockstat's mem are not).
 pressures() {
-	awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) k[i] = $i; h = 1 }
-		else for (i = 1; i <= NF; i++) if (k[i] == "TCPMemoryPressures") print $i }' /proc/net/netstat
+	ip netns exec a cat /proc/net/netstat | awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) k[i] = $i; h = 1 }
+		else for (i = 1; i <= NF; i++) if (k[i] == "TCPMemoryPressures") print $i }'
 }
 # A number field of a client's JSON line ("" if absent); num: 0 if absent.
 field() { sed -n "s/.*\"$1\":\\([0-9.e+-]*\\).*/\\1/p" "$2"; }

@@ -53,8 +53,10 @@ def main(argv):
               "peak TCP memory | memory pressure entries |")
         print("|---|---|---|---|---|---|---|")
         for n, t, b, r in many:
-            print("| %s | %s | %.1f | %.0f / %.0f ms | %.1f MB/s, p99 %.0f ms | %d pages | %d |" % (
-                n, b, r.get("sum_MBps", 0), r.get("p99_us_median", 0) / 1e3,
+            # A median p99 of 0: most clients completed no call at all.
+            med = r.get("p99_us_median", 0)
+            print("| %s | %s | %.1f | %s / %.0f ms | %.2f MB/s, p99 %.0f ms | %d pages | %d |" % (
+                n, b, r.get("sum_MBps", 0), "%.0f" % (med / 1e3) if med else "none",
                 r.get("p99_us_worst", 0) / 1e3, r.get("bystander_MBps", 0),
                 r.get("bystander_p99_us", 0) / 1e3, r.get("tcp_mem_peak_pages", 0),
                 r.get("memory_pressures", 0)))

@@ -7,6 +7,7 @@
 #include "clauses.h"
 #include "dips.h"
 #include "report.h"
+#include "report_doc.h"
 #include "sampler.h"
 
 #include <fmt/core.h>
@@ -224,13 +225,7 @@ TEST(Dips, ReportedPerDriverAndArm)
 	EXPECT_EQ(s["floor_guard"]["drivers"][1]["driver"], "timerfd");
 	EXPECT_EQ(s["floor_guard"]["drivers"][1]["dips"]["max_ms"], 30.0);
 
-	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
-		    {"profile", "quick"},
-		    {"privileged", true},
-		    {"seconds", 1.0},
-		    {"sysctls", json::object()},
-		    {"features", json::object()},
-		    {"scenarios", json::array({s})}};
+	json doc = report_of(r, {v});
 	std::string text = text_report(doc);
 	EXPECT_NE(text.find("fake             timerfd                2     1    30.0    30.0    "
 			    "30.0    51.0\n"),
@@ -279,13 +274,7 @@ TEST(Dips, PollingEventsGuardIsMarkedWithItsReason)
 	r.guards.push_back(polled);
 	r.guards.push_back(attached);
 	verdict v = judge_c3(r);
-	json doc = {{"kernel", {{"release", "test"}, {"version", "test"}}},
-		    {"profile", "quick"},
-		    {"privileged", true},
-		    {"seconds", 1.0},
-		    {"sysctls", json::object()},
-		    {"features", json::object()},
-		    {"scenarios", json::array({scenario_json(r, {v}, false)})}};
+	json doc = report_of(r, {v});
 	const std::string text = text_report(doc);
 	EXPECT_NE(text.find("fake             events*                2     0       -       -    "
 			    "   -    61.0\n"),

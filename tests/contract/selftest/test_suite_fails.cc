@@ -13,6 +13,7 @@
 #include "flow_traffic.h"
 #include "netns.h"
 #include "report.h"
+#include "report_doc.h"
 #include "runner.h"
 #include "scenario.h"
 #include "sys.h"
@@ -94,18 +95,6 @@ run_hooks shrink(arm a)
 				lower(s.fd, true, true);
 	};
 	return h;
-}
-
-// The document sockbuf-contract reports from, for one scenario's run.
-json report_of(const scenario_result &r, const std::vector<verdict> &verdicts)
-{
-	return {{"kernel", {{"release", "test"}, {"version", "test"}}},
-		{"profile", "quick"},
-		{"privileged", true},
-		{"seconds", r.seconds},
-		{"sysctls", json::object()},
-		{"features", json::object()},
-		{"scenarios", json::array({scenario_json(r, verdicts, false)})}};
 }
 
 // A violation about @what_part (a setup or end-state reading) on @arm_part.

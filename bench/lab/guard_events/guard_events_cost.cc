@@ -21,6 +21,8 @@
 // the trampoline's own entry and exit.
 //
 //   guard_events_cost [--bpf-stats] [seconds-per-round=2] [rounds=6] [sockets=10000]
+#include "lab_stats.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <bpf/bpf.h>
@@ -44,13 +46,8 @@
 namespace
 {
 
-double cpu_s()
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+using lab::cpu_s;
+using lab::median;
 
 struct result {
 	double gbit_s, cpu_s_per_gb;
@@ -126,12 +123,6 @@ void prog_stats(uint64_t *cnt, uint64_t *ns)
 		}
 		close(f);
 	}
-}
-
-double median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0 : v[v.size() / 2];
 }
 
 } // namespace

@@ -18,6 +18,8 @@
 //
 //   guard_idle_cost [seconds-per-round=60] [rounds=3] [connections=10000]
 //   [arms=poll,bpf,events,events+bpf]
+#include "lab_stats.h"
+
 #include <sockbuf/sockbuf.h>
 
 #include <arpa/inet.h>
@@ -39,19 +41,8 @@
 namespace
 {
 
-double cpu_s()
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-double median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0 : v[v.size() / 2];
-}
+using lab::cpu_s;
+using lab::median;
 
 struct arm {
 	const char *name;

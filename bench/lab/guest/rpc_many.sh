@@ -13,28 +13,15 @@
 # (bytes) runs the big server in a memory cgroup with that memory.max
 # instead (socket memory is charged to it: cgroup v2).
 # One line per run: "@@ many rtt=R bufs=B clients=N {...}".
-ip() { /usr/sbin/ip "$@"; }
-tc() { /usr/sbin/tc "$@"; }
 set -u
+. /usr/bin/lab-net.sh
 n=${lab_clients:-100}
 rtt=${lab_rtt:-120}
 secs=${lab_secs:-10}
 bufs_list=$(echo "${lab_bufs:-default,lock,initial}" | tr , ' ')
-mkdir -p /run/netns /tmp/many
-ip netns add a && ip netns add b || { echo "@@ many: no netns"; exit 1; }
-ip link add va netns a type veth peer name vb netns b || { echo "@@ many: no veth"; exit 1; }
-ip -n a addr add 198.18.0.1/24 dev va
-ip -n b addr add 198.18.0.2/24 dev vb
-for ns in a b; do
-	ip -n $ns link set lo up
-	ip netns exec $ns sysctl -qw net.ipv4.tcp_rmem="4096 131072 33554432"
-	ip netns exec $ns sysctl -qw net.ipv4.tcp_no_metrics_save=1
-done
-ip -n a link set va up
-ip -n b link set vb up
-half=$((rtt / 2))
-tc -n a qdisc replace dev va root netem delay ${half}ms limit 500000 || { echo "@@ many: no netem"; exit 1; }
-tc -n b qdisc replace dev vb root netem delay ${half}ms limit 500000
+mkdir -p /tmp/many
+veth_pair many || exit 1
+netem_rtt many $rtt 500000 || exit 1
 if [ -n "${lab_tcp_mem:-}" ]; then
 	echo "$lab_tcp_mem" | tr _ ' ' >/proc/sys/net/ipv4/tcp_mem
 fi
@@ -117,5 +104,5 @@ for b in $bufs_list; do
 	echo "@@ many rtt=$rtt bufs=$b clients=$n {\"memcg_events\":\"$events\",\"sum_MBps\":$sum,\"clients_failed\":$errs,\"p99_us_median\":${p99% *},\"p99_us_worst\":${p99#* },\"bystander_MBps\":$(num MBps /tmp/many/by),\"bystander_p99_us\":$(num p99_us /tmp/many/by),\"tcp_mem_peak_pages\":$peak,\"memory_pressures\":$((p1 - p0)),\"server\":\"$(head -1 /tmp/many/srv | tr -d '"')\"}"
 	kill $srv $by_srv 2>/dev/null
 	wait $srv $by_srv 2>/dev/null
-	[ -n "$cg" ] && rmdir $cg 2>/dev/null
+	if [ -n "$cg" ]; then rmdir $cg 2>/dev/null || true; fi
 done

@@ -6,33 +6,18 @@
 #   lock      16 MB send and receive, locked (SO_*BUFFORCE: the 2026 NFSD
 #             patch's 4 x sv_max_mesg with both lock bits);
 #   initial   16 MB, unlocked (sockbuf_set_initial_bufsize with force).
-# The client's tcp_rmem[2] is 32 MB, so that its receive window is not
-# the limit.  One JSON line per run, "@@ rpc rtt=R bufs=B {...}".
+# The client's tcp_rmem[2] is 32 MB (lab-net.sh).  One JSON line per run, "@@ rpc rtt=R bufs=B {...}".
 # Variables: lab_rtts (default 50,120,250), lab_secs (10), lab_size (1M),
 # lab_slots (16), lab_bufs (default,lock,initial).
-ip() { /usr/sbin/ip "$@"; }
-tc() { /usr/sbin/tc "$@"; }
 set -u
+. /usr/bin/lab-net.sh
 rtts=$(echo "${lab_rtts:-50,120,250}" | tr , ' ')
 bufs_list=$(echo "${lab_bufs:-default,lock,initial}" | tr , ' ')
 secs=${lab_secs:-10}
-mkdir -p /run/netns
-ip netns add a && ip netns add b || { echo "@@ rpc: no netns"; exit 1; }
-ip link add va netns a type veth peer name vb netns b || { echo "@@ rpc: no veth"; exit 1; }
-ip -n a addr add 198.18.0.1/24 dev va
-ip -n b addr add 198.18.0.2/24 dev vb
-for n in a b; do
-	ip -n $n link set lo up
-	ip netns exec $n sysctl -qw net.ipv4.tcp_rmem="4096 131072 33554432"
-	ip netns exec $n sysctl -qw net.ipv4.tcp_no_metrics_save=1
-done
-ip -n a link set va up
-ip -n b link set vb up
+veth_pair rpc || exit 1
 port=6000
 for rtt in $rtts; do
-	half=$((rtt / 2))
-	tc -n a qdisc replace dev va root netem delay ${half}ms limit 200000 || { echo "@@ rpc: no netem"; exit 1; }
-	tc -n b qdisc replace dev vb root netem delay ${half}ms limit 200000
+	netem_rtt rpc $rtt 200000 || exit 1
 	for b in $bufs_list; do
 		port=$((port + 1))
 		size=""

@@ -67,6 +67,7 @@ def main():
     vmlinuz, kroot, release = find_kernel(a.kernel, a.cache)
     programs = {os.path.basename(p): p for p in a.program}
     programs["lab.sh"] = a.lab
+    programs["lab-net.sh"] = os.path.join(HERE, "net.sh")  # the rpc labs' namespaces
     initrd = os.path.join(a.cache, "images", "lab-%d.cpio.gz" % os.getpid())
     os.makedirs(os.path.dirname(initrd), exist_ok=True)
     # A packaged kernel brings the matrix's modules (veth, netem, tbf,

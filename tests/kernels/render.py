@@ -424,6 +424,17 @@ def esc(s):
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def booted_twice(r):
+    """What the runner's second boot (run-matrix _boot) hides otherwise:
+    the first boot's guest kernel panicked, untainted."""
+    first = (r.get("earlier_boots") or [None])[0]
+    if not first:
+        return ""
+    return " (booted twice: the first boot's kernel panicked after %s s, untainted: %s; " \
+        "console %s)" % (first.get("guest_seconds", "?"), first.get("kernel_crash"),
+                         first.get("console_log"))
+
+
 def render(results, summary):
     L = []
     L.append("# Kernel matrix")
@@ -452,7 +463,7 @@ def render(results, summary):
         pk = "<br>".join("%s %s (%s)" % (p["name"], p["version"], p["suite"])
                          for p in r.get("packages", [])) or "-"
         status, reason = effective_status(r)
-        st = status + ((": " + reason) if reason else "")
+        st = status + ((": " + reason) if reason else "") + booted_twice(r)
         L.append("| %s |" % " | ".join(esc(x) for x in (
             r["name"], r.get("release", "-"), r.get("where", "-"), pk,
             features(r) if r.get("sections") else "-",

@@ -36,6 +36,113 @@ class ConsoleTest(unittest.TestCase):
         self.assertFalse(c.done)
 
 
+# The console of CI's 6.12.117 guest that panicked (trimmed).
+PANIC_CONSOLE = """kernel-check: rtt 50 ms memcg_lock: done
+[   51.633384] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI
+[   51.633662] CPU: 0 UID: 0 PID: 0 Comm: swapper/0 Not tainted 6.12.117+deb13-amd64 #1  Debian 6.12.117-1
+[   51.633767] RIP: 0010:ttwu_do_activate+0x8d/0x240
+[   51.634630] Call Trace:
+[   51.637710] RIP: 0010:ttwu_do_activate+0x8d/0x240
+[   51.638232] Kernel panic - not syncing: Fatal exception in interrupt
+[   54.830296] Shutting down cpus with NMI""".splitlines()
+
+
+class KernelCrashTest(unittest.TestCase):
+    def test_untainted_panic_is_named_where_it_happened(self):
+        c = console.Collector()
+        for line in PANIC_CONSOLE:
+            c.feed(line + "\r\n")
+        self.assertTrue(c.untainted_crash())
+        self.assertEqual(c.kernel_crash(), "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI at "
+                         "ttwu_do_activate+0x8d/0x240 (not tainted)")
+
+    def test_tainted_panic_is_not_untainted(self):
+        # The kmod guest's kernel carries our unsigned module: "OE".
+        c = console.Collector()
+        for line in PANIC_CONSOLE:
+            c.feed(line.replace("Not tainted", "Tainted: G           OE     "))
+        self.assertFalse(c.untainted_crash())
+        self.assertIn("(tainted: g           oe)", c.kernel_crash())
+
+    def test_oops_without_panic_is_no_crash(self):
+        # An oops the kernel survived (a killed task) does not stop the plan.
+        c = console.Collector()
+        for line in PANIC_CONSOLE[:4]:
+            c.feed(line)
+        self.assertIsNone(c.kernel_crash())
+        self.assertFalse(c.untainted_crash())
+
+
+class BootRetryTest(unittest.TestCase):
+    """run-matrix's _boot with run_guest stubbed: which outcomes boot twice."""
+
+    def boot(self, consoles):
+        import importlib.machinery
+        import importlib.util
+        from kmatrix import boot
+        path = os.path.join(HERE, "run-matrix")
+        spec = importlib.util.spec_from_loader(
+            "run_matrix", importlib.machinery.SourceFileLoader("run_matrix", path))
+        rm = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rm)
+        calls = []
+
+        def run_guest(cmd, timeout, log, progress):
+            lines = consoles[len(calls)]
+            calls.append(log)
+            with open(log, "w") as f:
+                f.write("\n".join(lines))
+            c = console.Collector()
+            for line in lines:
+                c.feed(line)
+            return c, 0
+
+        saved = (boot.run_guest, boot.qemu_command)
+        boot.run_guest = run_guest
+        boot.qemu_command = lambda *a, **k: ["qemu"]
+        steps = []
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                args = type("A", (), {"cache": d, "smp": 2, "mem": 1024, "timeout": 5})()
+                res = rm._boot({}, "6.12", "vmlinuz", "initrd", {}, args, {"name": "quick"},
+                               lambda *a: steps.append(a))
+                logs = sorted(os.listdir(os.path.join(d, "logs")))
+        finally:
+            boot.run_guest, boot.qemu_command = saved
+        return res, len(calls), logs, steps
+
+    def test_untainted_panic_boots_again_and_says_so(self):
+        ok = ["@@SBK DONE@@"]
+        res, boots, logs, steps = self.boot([PANIC_CONSOLE, ok])
+        self.assertEqual((res["status"], boots), ("ok", 2))
+        self.assertEqual(logs, ["6.12-quick.boot1.console.log", "6.12-quick.console.log"])
+        first = res["earlier_boots"][0]
+        self.assertEqual(first["console_log"], "6.12-quick.boot1.console.log")
+        self.assertIn("ttwu_do_activate", first["kernel_crash"])
+        self.assertIn("retry", [s[0] for s in steps])
+        # The table says it beside "ok".
+        cell = render.booted_twice(res)
+        self.assertIn("booted twice: the first boot's kernel panicked", cell)
+        self.assertIn("console 6.12-quick.boot1.console.log", cell)
+
+    def test_second_panic_fails_and_names_both(self):
+        res, boots, _, _ = self.boot([PANIC_CONSOLE, PANIC_CONSOLE])
+        self.assertEqual((res["status"], boots), ("fail", 2))
+        self.assertIn("guest kernel panicked: Oops: int3", res["reason"])
+        self.assertIn("the first boot panicked too (6.12-quick.boot1.console.log)", res["reason"])
+
+    def test_tainted_panic_or_plain_stop_fails_at_once(self):
+        tainted = [l.replace("Not tainted", "Tainted: G           OE     ") for l in PANIC_CONSOLE]
+        res, boots, _, _ = self.boot([tainted])
+        self.assertEqual((res["status"], boots), ("fail", 1))
+        self.assertIn("guest kernel panicked", res["reason"])
+        res, boots, _, _ = self.boot([["@@SBK STEP unit@@"]])
+        self.assertEqual((res["status"], boots), ("fail", 1))
+        self.assertIn("guest stopped before its plan ended", res["reason"])
+        self.assertNotIn("earlier_boots", res)
+        self.assertEqual(render.booted_twice(res), "")
+
+
 class MatrixTest(unittest.TestCase):
     def test_repository_matrix_has_quick_and_full(self):
         entries = matrix.load(os.path.join(HERE, "matrix.txt"))

@@ -10,8 +10,16 @@
 # (/proc/net/sockstat, pages, sampled every 200 ms), and the kernel's
 # TCPMemoryPressures count over the run.  lab_tcp_mem (e.g. "2000 3000
 # 4000") lowers net.ipv4.tcp_mem for the whole guest first; lab_memcg
-# (bytes) runs the big server in a memory cgroup with that memory.max
-# instead (socket memory is charged to it: cgroup v2).
+# (bytes) runs the big server in a memory cgroup and gives its *sockets*
+# that many bytes (cgroup v2 charges socket memory to the cgroup of the
+# task that accepted the socket).  Its own memory is not limited: one
+# second into the run, when every client is connected and the server's
+# buffers are allocated, memory.max becomes the cgroup's memory that is
+# not socket memory (memory.current less memory.stat's sock) plus
+# lab_memcg.  The server runs with oom_score_adj -1000: a socket charge
+# over the limit then finds no task to kill and fails, which is the
+# memcg cut of a socket's send buffer (an earlier form of this lab, with
+# memory.max fixed from the start, had the server OOM-killed).
 # One line per run: "@@ many rtt=R bufs=B clients=N {...}".
 set -u
 . /usr/bin/lab-net.sh
@@ -44,11 +52,12 @@ for b in $bufs_list; do
 	cg=""
 	if [ -n "${lab_memcg:-}" ]; then
 		cg=/sys/fs/cgroup/many-$b
-		mkdir -p $cg && echo "$lab_memcg" >$cg/memory.max || { echo "@@ many: no memcg"; exit 1; }
+		mkdir -p $cg && echo max >$cg/memory.max || { echo "@@ many: no memcg"; exit 1; }
 	fi
 	# The server joins the cgroup before it execs: sh -c's own $$.
 	if [ -n "$cg" ]; then
-		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+		sh -c 'echo $$ >"$1/cgroup.procs" && echo -1000 >/proc/self/oom_score_adj && shift &&
+			exec "$@"' sh "$cg" \
 			/usr/sbin/ip netns exec a /usr/bin/rpc-server --listen=198.18.0.1:$port --bufs=$b $size \
 			--max-clients=$n --threads=8 --seconds=$((secs + 180)) >/tmp/many/srv 2>&1 &
 	else
@@ -80,9 +89,21 @@ for b in $bufs_list; do
 	# by its --seconds and a margin.
 	peak=0
 	t=0
+	limit=0
+	other=0
+	sock_peak=0
 	while kill -0 $by 2>/dev/null && [ $t -lt $(((secs + 60) * 5)) ]; do
 		m=$(awk '/^TCP:/ { for (i = 1; i <= NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat)
 		[ "${m:-0}" -gt $peak ] && peak=$m
+		if [ -n "$cg" ]; then
+			sock=$(awk '$1 == "sock" { print $2 }' $cg/memory.stat)
+			[ "${sock:-0}" -gt $sock_peak ] && sock_peak=$sock
+			if [ $t -eq 5 ]; then
+				other=$(($(cat $cg/memory.current) - ${sock:-0}))
+				limit=$((other + lab_memcg))
+				echo $limit >$cg/memory.max
+			fi
+		fi
 		t=$((t + 1))
 		sleep 0.2
 	done
@@ -101,7 +122,7 @@ for b in $bufs_list; do
 	p99=$(sort -n /tmp/many/p99 | awk '{ v[NR] = $1 } END { if (NR) printf "%.0f %.0f", v[int((NR + 1) / 2)], v[NR]; else print "0 0" }')
 	events=""
 	[ -n "$cg" ] && events=$(tr '\n' ' ' <$cg/memory.events)
-	echo "@@ many rtt=$rtt bufs=$b clients=$n {\"memcg_events\":\"$events\",\"sum_MBps\":$sum,\"clients_failed\":$errs,\"p99_us_median\":${p99% *},\"p99_us_worst\":${p99#* },\"bystander_MBps\":$(num MBps /tmp/many/by),\"bystander_p99_us\":$(num p99_us /tmp/many/by),\"tcp_mem_peak_pages\":$peak,\"memory_pressures\":$((p1 - p0)),\"server\":\"$(head -1 /tmp/many/srv | tr -d '"')\"}"
+	echo "@@ many rtt=$rtt bufs=$b clients=$n {\"memcg_events\":\"$events\",\"memcg_limit\":$limit,\"memcg_not_sock\":$other,\"memcg_sock_peak\":$sock_peak,\"sum_MBps\":$sum,\"clients_failed\":$errs,\"p99_us_median\":${p99% *},\"p99_us_worst\":${p99#* },\"bystander_MBps\":$(num MBps /tmp/many/by),\"bystander_p99_us\":$(num p99_us /tmp/many/by),\"tcp_mem_peak_pages\":$peak,\"memory_pressures\":$((p1 - p0)),\"server\":\"$(head -1 /tmp/many/srv | tr -d '"')\"}"
 	kill $srv $by_srv 2>/dev/null
 	wait $srv $by_srv 2>/dev/null
 	if [ -n "$cg" ]; then rmdir $cg 2>/dev/null || true; fi

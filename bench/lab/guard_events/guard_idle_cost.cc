@@ -7,7 +7,10 @@
 //   bpf:         the same, each pass one BPF iterator (SOCKBUF_GUARD_BPF);
 //   events:      SOCKBUF_GUARD_EVENTS, passes only as the safety net
 //                (the library's default 1 s);
-//   events+bpf:  the same, the safety net's pass a BPF iterator.
+//   events+bpf:  the same, the safety net's pass a BPF iterator;
+//   events@5s, events@20s, events+bpf@20s: the safety net every 5 or
+//                20 s (sockbuf_guard_set_net_interval()): where the
+//                cost with nothing cut goes as the net is stretched.
 // Per round: the process's CPU time over the window as a share of one
 // core (getrusage: every thread, user and system; the main thread only
 // waits), and the guard's own totals (passes, their summed wall time,
@@ -47,12 +50,16 @@ using lab::median;
 struct arm {
 	const char *name;
 	unsigned int flags;
+	unsigned int net_us; // the safety net's interval; 0: the library's default
 };
 
-const arm all_arms[] = {{"poll", 0},
-			{"bpf", SOCKBUF_GUARD_BPF},
-			{"events", SOCKBUF_GUARD_EVENTS},
-			{"events+bpf", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF}};
+const arm all_arms[] = {{"poll", 0, 0},
+			{"bpf", SOCKBUF_GUARD_BPF, 0},
+			{"events", SOCKBUF_GUARD_EVENTS, 0},
+			{"events+bpf", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 0},
+			{"events@5s", SOCKBUF_GUARD_EVENTS, 5'000'000},
+			{"events@20s", SOCKBUF_GUARD_EVENTS, 20'000'000},
+			{"events+bpf@20s", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 20'000'000}};
 
 // Room for 2 * @n sockets and the listener (root may raise the hard limit).
 void raise_nofile(int n)
@@ -156,7 +163,9 @@ int main(int argc, char **argv)
 		if (("," + want + ",").find("," + std::string(a.name) + ",") != std::string::npos)
 			arms.push_back(a);
 	if (arms.empty()) {
-		fprintf(stderr, "no known arm in '%s' (poll, bpf, events, events+bpf)\n",
+		fprintf(stderr,
+			"no known arm in '%s' (poll, bpf, events, events+bpf, events@5s, "
+			"events@20s, events+bpf@20s)\n",
 			want.c_str());
 		return 64;
 	}
@@ -185,6 +194,11 @@ int main(int argc, char **argv)
 					fprintf(stderr, "sockbuf_guard_add: %s\n", strerror(-ret));
 					return 3;
 				}
+			}
+			if (arms[k].net_us != 0 &&
+			    sockbuf_guard_set_net_interval(g, arms[k].net_us) != 0) {
+				fprintf(stderr, "sockbuf_guard_set_net_interval: rejected\n");
+				return 2;
 			}
 			why[k] = refused(g, arms[k].flags);
 			if (!why[k].empty()) {
@@ -216,7 +230,7 @@ int main(int argc, char **argv)
 			sockbuf_guard_destroy(g);
 			const uint64_t passes = t1.passes - t0.passes;
 			share[k].push_back(cpu / wall);
-			printf("round %d %-10s %8.4f %% of a core  %6llu passes, %.2f ms each, "
+			printf("round %d %-14s %8.4f %% of a core  %6llu passes, %.2f ms each, "
 			       "%llu restored, %llu records, interval %u us\n",
 			       r, arms[k].name, 100 * cpu / wall, (unsigned long long)passes,
 			       passes ? double(t1.total_pass_ns - t0.total_pass_ns) / 1e6 /
@@ -231,7 +245,7 @@ int main(int argc, char **argv)
 		if (share[k].empty())
 			continue;
 		const auto [lo, hi] = std::minmax_element(share[k].begin(), share[k].end());
-		printf("median %-10s %8.4f %% of a core (%.4f-%.4f, %zu rounds; %d guarded "
+		printf("median %-14s %8.4f %% of a core (%.4f-%.4f, %zu rounds; %d guarded "
 		       "established sockets, %.0f s each)\n",
 		       arms[k].name, 100 * median(share[k]), 100 * *lo, 100 * *hi, share[k].size(),
 		       n, secs);

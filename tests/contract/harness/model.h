@@ -25,6 +25,14 @@ enum class arm : int {
 };
 constexpr int arm_count = 6;
 const char *arm_name(arm a);
+// The arms whose C3 library verdict has a time bound (a dip is allowed if
+// its guard repaired it within the bound): their samples' gaps decide
+// whether that verdict can be verified, so the sampler reads them on
+// every cycle.
+constexpr bool time_bounded(arm a)
+{
+	return a == arm::lib_initial || a == arm::lib_reserve;
+}
 
 enum class role : int { client, server, listener };
 const char *role_name(role r);

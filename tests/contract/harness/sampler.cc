@@ -122,7 +122,7 @@ sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t pe
 			by_inode_[s.inode] = i;
 		if (s.fd < 0 || s.r == role::listener)
 			continue;
-		(s.a == arm::lib_initial ? every_ : turns_).push_back(i);
+		(time_bounded(s.a) ? every_ : turns_).push_back(i);
 	}
 }
 
@@ -135,7 +135,10 @@ std::vector<size_t> cycle_plan(const std::vector<size_t> &every, const std::vect
 			       size_t *pos)
 {
 	std::vector<size_t> out = every;
-	size_t slice = std::max<size_t>(every.size(), 16);
+	// A third of the bounded set: a cycle over the bounded sockets and
+	// their turns then grows by a third, not twice, when the bounded set
+	// does (reserve mode's arm joined it).
+	size_t slice = std::max<size_t>(every.size() / 3, 16);
 	if (turns.size() <= slice) {
 		out.insert(out.end(), turns.begin(), turns.end());
 		return out;

@@ -2,9 +2,9 @@
 // Watches every buffer of a scenario while it changes: getsockopt
 // SO_SNDBUF/SO_RCVBUF on each socket plus inet_diag's SK_MEMINFO for it,
 // paced at a fixed period on its own thread.  The sockets whose verdict has
-// a time bound (the floor guard's arm: restored within the bound) are read
-// every cycle; the others take turns, a slice per cycle, once a scenario
-// has more of them than the bounded set (at least 16): a cycle over
+// a time bound (time_bounded(): the floor guard's arms, restored within
+// the bound) are read every cycle; the others take turns, a slice per
+// cycle of a third of the bounded set (at least 16): a cycle over
 // hundreds of sockets then stays short where the bound needs it.  The
 // sampler only reads the sockets and writes its own records, so a slow
 // cycle delays the next sample, never a transfer.  Records are read after
@@ -32,8 +32,8 @@ using sample_filter =
     std::function<void(int64_t t_us, const socket_record &, source, int64_t *snd, int64_t *rcv)>;
 
 // The sockets one cycle reads (indices): all of @every, then the next
-// slice of @turns from *@pos (as many as @every, at least 16; all of
-// @turns while they are no more), advancing *@pos.
+// slice of @turns from *@pos (a third as many as @every, at least 16; all
+// of @turns while they are no more), advancing *@pos.
 std::vector<size_t> cycle_plan(const std::vector<size_t> &every, const std::vector<size_t> &turns,
 			       size_t *pos);
 

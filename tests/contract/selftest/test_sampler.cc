@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The sampler's cycle plan: sockets with a time-bounded verdict (the floor
-// guard's arm) are read on every cycle, the others in turns; a plan that
+// guard's arms) are read on every cycle, the others in turns; a plan that
 // dropped a bounded socket from a cycle, or left another one out of a
 // whole round, would hide a dip.
 #include "sampler.h"
@@ -37,24 +37,36 @@ TEST(SamplerPlan, FewSocketsAreAllReadEveryCycle)
 
 TEST(SamplerPlan, BoundedSocketsEveryCycleOthersOncePerRound)
 {
-	// parallel's full profile: 200 guarded sockets, 1000 others.
-	auto every = range(0, 200), turns = range(200, 1000);
+	// 300 sockets with a time-bounded verdict, 900 others: each cycle
+	// reads the 300 and a slice of a third as many (100), so a cycle
+	// grows by a third and every other socket is read once in 9 cycles.
+	auto every = range(0, 300), turns = range(300, 900);
 	size_t pos = 0;
 	std::map<size_t, int> seen;
-	for (int c = 0; c < 5; c++) {
+	for (int c = 0; c < 9; c++) {
 		auto plan = cycle_plan(every, turns, &pos);
-		ASSERT_EQ(plan.size(), 400u) << "the bounded set plus a slice as large";
+		ASSERT_EQ(plan.size(), 400u) << "the bounded set plus a third as many";
 		std::set<size_t> in(plan.begin(), plan.end());
 		for (size_t i : every)
 			EXPECT_TRUE(in.count(i))
-			    << "guarded socket " << i << " skipped in cycle " << c;
+			    << "bounded socket " << i << " skipped in cycle " << c;
 		for (size_t i : plan)
-			if (i >= 200)
+			if (i >= 300)
 				seen[i]++;
 	}
-	ASSERT_EQ(seen.size(), 1000u) << "a round of 5 cycles reads every other socket";
+	ASSERT_EQ(seen.size(), 900u) << "a round of 9 cycles reads every other socket";
 	for (const auto &[i, n] : seen)
 		EXPECT_EQ(n, 1) << "socket " << i;
+}
+
+TEST(SamplerPlan, BothGuardedArmsHaveATimeBound)
+{
+	// Reserve mode is judged by its guard's bound like the guarded arm
+	// (c3_floor.cc): its sockets must not wait for their turn.
+	EXPECT_TRUE(time_bounded(arm::lib_initial));
+	EXPECT_TRUE(time_bounded(arm::lib_reserve));
+	for (arm a : {arm::untouched, arm::raw_unlock, arm::raw_locked, arm::lib_locked})
+		EXPECT_FALSE(time_bounded(a)) << arm_name(a);
 }
 
 TEST(SamplerPlan, WithoutBoundedSocketsSlicesOfSixteen)

@@ -10,7 +10,10 @@
 //   events+bpf:  the same, the safety net's pass a BPF iterator;
 //   events@5s, events@20s, events+bpf@20s: the safety net every 5 or
 //                20 s (sockbuf_guard_set_net_interval()): where the
-//                cost with nothing cut goes as the net is stretched.
+//                cost with nothing cut goes as the net is stretched;
+//   poll@1s, poll@20s, bpf@1s, bpf@20s: polling at the safety net's
+//                intervals, the same passes without the programs: what
+//                the net costs where fexit is refused (natively here).
 // Per round: the process's CPU time over the window as a share of one
 // core (getrusage: every thread, user and system; the main thread only
 // waits), and the guard's own totals (passes, their summed wall time,
@@ -50,7 +53,9 @@ using lab::median;
 struct arm {
 	const char *name;
 	unsigned int flags;
-	unsigned int net_us; // the safety net's interval; 0: the library's default
+	// With events: the safety net's interval; without: the polling
+	// interval.  0: the safety net's default, polling every 10 ms.
+	unsigned int net_us;
 };
 
 const arm all_arms[] = {{"poll", 0, 0},
@@ -59,7 +64,11 @@ const arm all_arms[] = {{"poll", 0, 0},
 			{"events+bpf", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 0},
 			{"events@5s", SOCKBUF_GUARD_EVENTS, 5'000'000},
 			{"events@20s", SOCKBUF_GUARD_EVENTS, 20'000'000},
-			{"events+bpf@20s", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 20'000'000}};
+			{"events+bpf@20s", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 20'000'000},
+			{"poll@1s", 0, 1'000'000},
+			{"poll@20s", 0, 20'000'000},
+			{"bpf@1s", SOCKBUF_GUARD_BPF, 1'000'000},
+			{"bpf@20s", SOCKBUF_GUARD_BPF, 20'000'000}};
 
 // Room for 2 * @n sockets and the listener (root may raise the hard limit).
 void raise_nofile(int n)
@@ -165,7 +174,7 @@ int main(int argc, char **argv)
 	if (arms.empty()) {
 		fprintf(stderr,
 			"no known arm in '%s' (poll, bpf, events, events+bpf, events@5s, "
-			"events@20s, events+bpf@20s)\n",
+			"events@20s, events+bpf@20s, poll@1s, poll@20s, bpf@1s, bpf@20s)\n",
 			want.c_str());
 		return 64;
 	}
@@ -195,7 +204,10 @@ int main(int argc, char **argv)
 					return 3;
 				}
 			}
-			if (arms[k].net_us != 0 &&
+			const bool events = (arms[k].flags & SOCKBUF_GUARD_EVENTS) != 0;
+			const unsigned int poll_us =
+			    !events && arms[k].net_us != 0 ? arms[k].net_us : 10'000;
+			if (events && arms[k].net_us != 0 &&
 			    sockbuf_guard_set_net_interval(g, arms[k].net_us) != 0) {
 				fprintf(stderr, "sockbuf_guard_set_net_interval: rejected\n");
 				return 2;
@@ -212,7 +224,7 @@ int main(int argc, char **argv)
 			sockbuf_guard_event_stats(g, &e0);
 			const double c0 = cpu_s();
 			const auto w0 = std::chrono::steady_clock::now();
-			const int ret = sockbuf_guard_start(g, 10'000);
+			const int ret = sockbuf_guard_start(g, poll_us);
 			if (ret != 0) {
 				fprintf(stderr, "sockbuf_guard_start: %s\n", strerror(-ret));
 				return 2;

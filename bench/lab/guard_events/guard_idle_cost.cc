@@ -172,10 +172,10 @@ int main(int argc, char **argv)
 		if (("," + want + ",").find("," + std::string(a.name) + ",") != std::string::npos)
 			arms.push_back(a);
 	if (arms.empty()) {
-		fprintf(stderr,
-			"no known arm in '%s' (poll, bpf, events, events+bpf, events@5s, "
-			"events@20s, events+bpf@20s, poll@1s, poll@20s, bpf@1s, bpf@20s)\n",
-			want.c_str());
+		std::string known;
+		for (const arm &a : all_arms)
+			known += (known.empty() ? "" : ", ") + std::string(a.name);
+		fprintf(stderr, "no known arm in '%s' (%s)\n", want.c_str(), known.c_str());
 		return 64;
 	}
 	raise_nofile(n);

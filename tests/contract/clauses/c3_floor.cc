@@ -226,12 +226,9 @@ verdict judge_c3(const scenario_result &r)
 			seen += nt.t->samples;
 			// A track with no sample is a source that did not answer
 			// (inet_diag missing); the other source still covers it.
-			if (nt.t->samples) {
-				widen(&gap, nt.t->max_gap_us,
-				      fmt::format("{} {}", s.name, nt.what));
+			if (nt.t->samples)
 				widen(&mine, nt.t->max_gap_us,
 				      fmt::format("{} {}", s.name, nt.what));
-			}
 		}
 		// A dip is judged per direction, over both sources, against
 		// the bound of the guard that held this socket; so are its gaps.
@@ -248,12 +245,12 @@ verdict judge_c3(const scenario_result &r)
 						     gn, double(b) / 1e3),
 					 double(longest.first_us) / 1e3, d.lowest, d.floor);
 		}
-		if (seen == 0) {
-			widen(&gap, int64_t(r.seconds * 1e6),
-			      fmt::format("{} (never sampled)", s.name));
+		if (seen == 0)
 			widen(&mine, int64_t(r.seconds * 1e6),
 			      fmt::format("{} (never sampled)", s.name));
-		}
+		// The scenario's widest gap is the widest of its sockets'; it
+		// already holds the cycles' gap under its own name.
+		widen(&gap, mine.us, mine.where);
 		tight.offer(mine.us, b, mine.where, gn);
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
 			add_c3_violation(&v.lib, r, s, fmt::format("SO_SNDBUF at the end ({})", gn),

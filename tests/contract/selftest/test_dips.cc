@@ -180,7 +180,7 @@ TEST(Dips, EachSocketIsHeldToItsOwnDriversBound)
 }
 
 // The sampler missed the client of a guarded connection for @gap_ms once
-// (its getsockopt and inet_diag tracks alike), from 500 ms on.
+// (its getsockopt and inet_diag tracks alike).
 void widen_client_gap(scenario_result *r, int64_t gap_ms)
 {
 	for (auto &s : r->sockets)

@@ -16,8 +16,9 @@
 # second into the run, when every client is connected and the server's
 # buffers are allocated, memory.max becomes the cgroup's memory that is
 # not socket memory (memory.current less memory.stat's sock) plus
-# lab_memcg; memcg_sock_peak is the most socket memory seen after that.  The server runs with oom_score_adj -1000: a socket charge
-# over the limit then finds no task to kill and fails, which is the
+# lab_memcg; memcg_sock_peak is the most socket memory seen after that.
+# The server runs with oom_score_adj -1000: a socket charge over the
+# limit then finds no task to kill and fails, which is the
 # memcg cut of a socket's send buffer (an earlier form of this lab, with
 # memory.max fixed from the start, had the server OOM-killed).
 # One line per run: "@@ many rtt=R bufs=B clients=N {...}".
@@ -95,9 +96,9 @@ for b in $bufs_list; do
 	while kill -0 $by 2>/dev/null && [ $t -lt $(((secs + 60) * 5)) ]; do
 		m=$(awk '/^TCP:/ { for (i = 1; i <= NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat)
 		[ "${m:-0}" -gt $peak ] && peak=$m
-		if [ -n "$cg" ]; then
+		# Socket memory from the second the limit is set on.
+		if [ -n "$cg" ] && [ $t -ge 5 ]; then
 			sock=$(awk '$1 == "sock" { print $2 }' $cg/memory.stat)
-			# The peak under the limit: from when it is set.
 			[ $t -gt 5 ] && [ "${sock:-0}" -gt $sock_peak ] && sock_peak=$sock
 			if [ $t -eq 5 ]; then
 				other=$(($(cat $cg/memory.current) - ${sock:-0}))

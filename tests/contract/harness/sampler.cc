@@ -116,13 +116,20 @@ void dip_log::end()
 sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
     : sockets_(sockets), t0_ns_(t0_ns), period_us_(period_us)
 {
-	for (size_t i = 0; i < sockets_->size(); i++) {
-		const socket_record &s = (*sockets_)[i];
-		if (s.inode)
-			by_inode_[s.inode] = i;
+	for (size_t i = 0; i < sockets_->size(); i++)
+		if ((*sockets_)[i].inode)
+			by_inode_[(*sockets_)[i].inode] = i;
+	split_for_cycles(*sockets_, &every_, &turns_);
+}
+
+void split_for_cycles(const std::vector<socket_record> &sockets, std::vector<size_t> *every,
+		      std::vector<size_t> *turns)
+{
+	for (size_t i = 0; i < sockets.size(); i++) {
+		const socket_record &s = sockets[i];
 		if (s.fd < 0 || s.r == role::listener)
 			continue;
-		(time_bounded(s.a) ? every_ : turns_).push_back(i);
+		(time_bounded(s.a) ? every : turns)->push_back(i);
 	}
 }
 

@@ -31,6 +31,12 @@ enum class source { getsockopt, inet_diag };
 using sample_filter =
     std::function<void(int64_t t_us, const socket_record &, source, int64_t *snd, int64_t *rcv)>;
 
+// Which sampled sockets (indices into @sockets; listeners and sockets
+// without an fd are not sampled) are read on every cycle, *@every (the
+// time-bounded arms), and which take turns, *@turns.
+void split_for_cycles(const std::vector<socket_record> &sockets, std::vector<size_t> *every,
+		      std::vector<size_t> *turns);
+
 // The sockets one cycle reads (indices): all of @every, then the next
 // slice of @turns from *@pos (a third as many as @every, at least 16; all
 // of @turns while they are no more), advancing *@pos.

@@ -67,6 +67,22 @@ TEST(SamplerPlan, BothGuardedArmsHaveATimeBound)
 	EXPECT_TRUE(time_bounded(arm::lib_reserve));
 	for (arm a : {arm::untouched, arm::raw_unlock, arm::raw_locked, arm::lib_locked})
 		EXPECT_FALSE(time_bounded(a)) << arm_name(a);
+
+	// The sampler's own split: both guarded arms every cycle, the rest
+	// in turns, listeners and sockets without an fd not at all.
+	std::vector<socket_record> sockets(7);
+	const arm arms[] = {arm::lib_initial, arm::lib_reserve, arm::raw_unlock, arm::untouched,
+			    arm::lib_locked,  arm::lib_reserve, arm::lib_initial};
+	for (size_t i = 0; i < sockets.size(); i++) {
+		sockets[i].a = arms[i];
+		sockets[i].fd = int(10 + i);
+	}
+	sockets[5].r = role::listener;
+	sockets[6].fd = -1;
+	std::vector<size_t> every, turns;
+	split_for_cycles(sockets, &every, &turns);
+	EXPECT_EQ(every, (std::vector<size_t>{0, 1}));
+	EXPECT_EQ(turns, (std::vector<size_t>{2, 3, 4}));
 }
 
 TEST(SamplerPlan, WithoutBoundedSocketsSlicesOfSixteen)

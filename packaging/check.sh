@@ -46,8 +46,11 @@ dpkg-gensymbols -q -plibsockbuf0 -v"$version" -c4 -I"$top/packaging/symbols" \
 
 step "clean root ($base)"
 if [[ ! -f $base/.complete ]]; then
-	mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-	[[ -n $mirror ]] || mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list)
+	# The mirror apt already uses, from whichever layout it has (deb822
+	# .sources, sources.list, sources.list.d/*.list); the lookup names
+	# what it looked for when there is none.
+	mirror=$(python3 "$top/tests/kernels/kmatrix/fetch.py" mirror) ||
+		{ echo "packages: no Debian mirror for debootstrap (see above)" >&2; exit 1; }
 	rm -rf "$base"
 	mkdir -p "$base"
 	debootstrap --variant=minbase "$suite" "$base" "$mirror" >"$base.log" 2>&1 ||

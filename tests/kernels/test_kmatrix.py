@@ -3,6 +3,8 @@
 marker parsing, the matrix file, package choice, and the renderer."""
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -10,7 +12,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from kmatrix import console, matrix  # noqa: E402
+from kmatrix import console, fetch, matrix  # noqa: E402
 import render  # noqa: E402
 
 
@@ -160,6 +162,67 @@ class MatrixTest(unittest.TestCase):
                 matrix.load(f.name)
         finally:
             os.unlink(f.name)
+
+
+class MirrorLookupTest(unittest.TestCase):
+    """`fetch.py mirror`, which packaging/check.sh runs for debootstrap,
+    against each apt layout a Debian 12 machine can have, in a temporary
+    /etc/apt."""
+
+    DEB822 = ("Types: deb\nURIs: http://deb.example.org/debian\n"
+              "Suites: bookworm bookworm-updates\nComponents: main\n"
+              "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
+              "Types: deb\nURIs: http://security.example.org/debian-security\n"
+              "Suites: bookworm-security\nComponents: main\n")
+    CLASSIC = ("# installer's list\n"
+               "deb http://security.example.org/debian-security bookworm-security main\n"
+               "deb [arch=amd64] http://ftp.example.org/debian bookworm main\n")
+
+    def etc(self, files):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.makedirs(os.path.join(d, "sources.list.d"))
+        for name, text in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        return d
+
+    def run_cli(self, etc):
+        return subprocess.run([sys.executable, "-B", os.path.join(HERE, "kmatrix", "fetch.py"),
+                               "mirror", etc], capture_output=True, text=True)
+
+    def test_deb822_sources_only(self):
+        etc = self.etc({"sources.list.d/debian.sources": self.DEB822})
+        self.assertEqual(fetch.archive_uris(etc), ("http://deb.example.org/debian",
+                                                   "http://security.example.org/debian-security"))
+        r = self.run_cli(etc)
+        self.assertEqual((r.returncode, r.stdout), (0, "http://deb.example.org/debian\n"))
+
+    def test_classic_sources_list_only(self):
+        # debootstrap and the installer write this and no debian.sources.
+        etc = self.etc({"sources.list": self.CLASSIC})
+        r = self.run_cli(etc)
+        self.assertEqual((r.returncode, r.stdout), (0, "http://ftp.example.org/debian\n"))
+
+    def test_list_file_in_sources_list_d(self):
+        etc = self.etc({"sources.list.d/mirror.list": self.CLASSIC})
+        self.assertEqual(fetch.archive_uris(etc)[0], "http://ftp.example.org/debian")
+
+    def test_disabled_stanza_and_other_archives_are_passed_over(self):
+        etc = self.etc({"sources.list.d/a.sources": self.DEB822.replace(
+            "Types: deb\nURIs: http://deb.", "Types: deb\nEnabled: no\nURIs: http://deb."),
+            "sources.list.d/b.list": "deb http://apt.example.com/node bookworm main\n",
+            "sources.list.d/c.list": "deb http://mirror.example.net/debian bookworm main\n"})
+        self.assertEqual(fetch.archive_uris(etc)[0], "http://mirror.example.net/debian")
+
+    def test_none_names_what_was_looked_for(self):
+        etc = self.etc({"sources.list.d/node.sources":
+                        "Types: deb\nURIs: http://apt.example.com/node\nSuites: nodistro\n"})
+        r = self.run_cli(etc)
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        for looked in ("sources.list,", "sources.list.d/*.list", "sources.list.d/*.sources"):
+            self.assertIn(etc + "/" + looked, r.stderr)
+        self.assertEqual(self.run_cli(os.path.join(etc, "missing")).returncode, 2)
 
 
 def _track(start_snd, min_snd, peak_snd, floor_snd, rcv_start=131072, rcv_max=131072, ws=7,

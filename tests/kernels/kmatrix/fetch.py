@@ -3,13 +3,20 @@
 The system's own sources stay untouched: apt runs with its source list,
 lists, cache and status pointed into the runner's cache folder.  The
 archive URIs are taken from the system's configuration (the entry that
-serves the Debian release, and the one that serves its security suite).
+serves the Debian release, and the one that serves its security suite),
+in whichever layout apt has: deb822 `.sources` files (container images),
+the classic `sources.list` (the installer, debootstrap) or
+`sources.list.d/*.list`.
+
+As a command, `fetch.py mirror [ETC_APT]` prints the main archive's URI
+(packaging/check.sh's debootstrap mirror) or, exit 2, what it looked for.
 """
 import glob
 import hashlib
 import os
 import re
 import subprocess
+import sys
 import time
 
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -20,14 +27,24 @@ class FetchError(Exception):
     pass
 
 
-def _system_sources():
-    """(uri, suite, signed_by) of every deb entry the system has."""
+ETC_APT = "/etc/apt"
+
+
+def _source_paths(etc):
+    return [os.path.join(etc, "sources.list")] + sorted(
+        glob.glob(os.path.join(etc, "sources.list.d", "*")))
+
+
+def _system_sources(etc=ETC_APT):
+    """(uri, suite, signed_by) of every deb entry the apt configuration in
+    @etc has."""
     found = []
-    paths = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*"))
+    paths = _source_paths(etc)
     for path in paths:
         if not os.path.isfile(path):
             continue
-        text = open(path, errors="replace").read()
+        with open(path, errors="replace") as f:
+            text = f.read()
         if path.endswith(".sources"):
             for stanza in re.split(r"\n\s*\n", text):
                 fields = {}
@@ -50,10 +67,10 @@ def _system_sources():
     return found
 
 
-def archive_uris():
+def archive_uris(etc=ETC_APT):
     """URIs of the main Debian archive and of its security archive."""
     main = security = None
-    for uri, suite, _ in _system_sources():
+    for uri, suite, _ in _system_sources(etc):
         if "/debian" not in uri:
             continue
         if suite.endswith("-security"):
@@ -61,7 +78,10 @@ def archive_uris():
         elif re.fullmatch(r"[a-z]+", suite):
             main = main or uri
     if not main:
-        raise FetchError("no Debian archive entry in the system's apt sources")
+        raise FetchError(
+            "no Debian archive entry (a deb entry whose URI has /debian and whose suite "
+            "is a release name such as bookworm) in %s/sources.list, "
+            "%s/sources.list.d/*.list or %s/sources.list.d/*.sources" % (etc, etc, etc))
     return main, security
 
 
@@ -185,3 +205,19 @@ class Apt:
             raise FetchError("apt-get download %s=%s failed: %s" % (
                 name, version, (r.stderr or r.stdout).strip()[-400:]))
         return path, True
+
+
+def main(argv):
+    if len(argv) in (1, 2) and argv[0] == "mirror":
+        try:
+            print(archive_uris(argv[1] if len(argv) == 2 else ETC_APT)[0])
+        except (FetchError, OSError) as e:
+            print("fetch.py mirror: %s" % e, file=sys.stderr)
+            return 2
+        return 0
+    print("usage: fetch.py mirror [ETC_APT]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

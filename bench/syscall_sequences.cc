@@ -89,7 +89,7 @@ int hook_set(int, int level, int name, const void *, socklen_t)
 	return missing(level, name) ? -ENOPROTOOPT : sockbuf::sys::pass;
 }
 
-const sockbuf::sys::hooks g_hooks = {hook_get, hook_set, nullptr};
+const sockbuf::sys::hooks g_hooks = {hook_get, hook_set, nullptr, nullptr};
 
 void row(const char *call, int ret)
 {

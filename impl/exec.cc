@@ -191,7 +191,7 @@ void reserve_only(op &o, int bytes)
 {
 	clear_report(o.rep);
 	o.reserve_bytes = bytes;
-	fd_serial::guard serial(o.fd);
+	fd_serial::guard serial(o.serial_fd());
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
 	reserve(o);
@@ -269,7 +269,7 @@ int run(op &o, mode m)
 
 	// From here on the socket is read and changed: one call per fd at a
 	// time (the lock bits are one value; see fd_serial.h).
-	fd_serial::guard serial(o.fd);
+	fd_serial::guard serial(o.serial_fd());
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
 	int ret = 0;
@@ -292,7 +292,7 @@ int restore(op &o)
 			return plan[i]; // nothing changed yet
 		o.dir(i).requested = o.size[i];
 	}
-	fd_serial::guard serial(o.fd);
+	fd_serial::guard serial(o.serial_fd());
 	// The state is read only where the reservation needs it (a listener
 	// gets none); the raise itself does not depend on it.
 	if ((o.flags & SOCKBUF_F_RESERVE_MEM) && o.has(SOCKBUF_FEAT_TCP_INFO))

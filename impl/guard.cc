@@ -355,19 +355,18 @@ bool floor_guard::in_sweep(size_t i) const
 	return i >= sweep_lo_ && i < sweep_hi_;
 }
 
-// Does the fd still name the socket added?  Its cookie says so for sure;
-// without one (a kernel before 4.12), its inode.  gone: the fd names no
-// socket (closed); reused: another socket.
-floor_guard::verdict floor_guard::identity(const entry &e) const
+// Does @fd (e.fd, or the restore's duplicate of it) name the socket
+// added?  Its cookie says so for sure; without one (a kernel before
+// 4.12), its inode.  gone: the fd names no socket (closed); reused:
+// another socket.
+floor_guard::verdict floor_guard::identity_on(int fd, const entry &e) const
 {
 	if (e.cookie == 0) {
-		const int64_t ino = diag::socket_inode(e.fd);
+		const int64_t ino = diag::socket_inode(fd);
 		return ino < 0 ? gone : ino == int64_t(e.inode) ? keep : reused;
 	}
-	uint64_t cookie = 0;
-	socklen_t len = sizeof(cookie);
-	const int ret = sys::getsockopt(e.fd, SOL_SOCKET, SO_COOKIE, &cookie, &len);
-	if (ret < 0 || len != sizeof(cookie))
+	const uint64_t cookie = socket_cookie(fd);
+	if (cookie == 0)
 		return gone; // closed, or no longer a socket: never written through
 	return cookie == e.cookie ? keep : reused;
 }
@@ -600,28 +599,40 @@ bool floor_guard::check_one(size_t i, struct sockbuf_guard_report *p)
 	if (e.removed.load(std::memory_order_relaxed))
 		return true;
 	// Identity at the write: whatever read the sizes, and however long
-	// ago, the fd must name the socket added right before the first
-	// write through it.  The window left is between this getsockopt and
-	// the setsockopt after it (a few microseconds): the program's own
-	// close() and a new socket landing on the number in between is not
-	// something a library that does not own close() can exclude.
-	const verdict v = identity(e);
-	if (v != keep) {
-		verdict_[i] = char(v);
+	// ago, the socket written must be the one added.  The number is the
+	// program's: it can close it and a new socket can take it at any
+	// moment, between a check and a write too.  So the check and the
+	// writes go through a duplicate taken first: whatever the number
+	// names later, the duplicate names what was checked.  No fork()
+	// copies it (before_fork() waits for mu_); exec closes it.
+	const int pin = sys::dup_cloexec(e.fd);
+	if (pin < 0) {
+		if (pin == -EBADF)
+			verdict_[i] = gone;
+		else
+			p->errors++; // EMFILE or ENFILE: never a write by number; next pass
 		return true;
 	}
-	restore_one(e, now, p);
+	const verdict v = identity_on(pin, e);
+	if (v != keep)
+		verdict_[i] = char(v);
+	else
+		restore_one(pin, e, now, p);
+	sys::close(pin); // the socket closes here if the program closed it meanwhile
 	return true;
 }
 
 // Raises the directions found below from the sizes the pass read: size,
-// then clear the lock bit, one read-back per direction (exec::restore()).
-// Caller holds mu_ and has checked the identity.
-void floor_guard::restore_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p)
+// then clear the lock bit, one read-back per direction (exec::restore()),
+// all through @pin, the guard's duplicate of e.fd.  Caller holds mu_ and
+// has checked the identity on @pin.
+void floor_guard::restore_one(int pin, const entry &e, const sizes &now,
+			      struct sockbuf_guard_report *p)
 {
 	struct sockbuf_report rep;
 	op o{};
-	o.fd = e.fd;
+	o.fd = pin;
+	o.program_fd = e.fd;
 	o.protocol = IPPROTO_TCP;
 	o.flags = SOCKBUF_F_FALLBACK_DEFAULT;
 	if (flags_ & SOCKBUF_GUARD_ALLOW_FORCE)

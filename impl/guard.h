@@ -12,7 +12,10 @@
 // the restore first checks that the fd still names the socket added (its
 // SO_COOKIE, or its inode by fstat where the kernel gave no cookie), then
 // writes: a number that now names another socket leaves the guard
-// unwritten, counted as reused.  A number reused for a socket that is not
+// unwritten, counted as reused.  The check and the writes go through a
+// descriptor of the guard's own (a duplicate taken before the check and
+// closed after the writes), so the program re-pointing the number in
+// between cannot redirect them.  A number reused for a socket that is not
 // below the old floor reads fine: a rolling sweep checks the identity of
 // ceil(n / 16) sockets per pass, so such an entry leaves within
 // 2 * sweep_passes passes of the reuse.  With SOCKBUF_GUARD_BPF a pass is
@@ -119,7 +122,11 @@ private:
 	bool both_in_one_read(const entry &e) const;
 	void plan_sweep(size_t n);
 	bool in_sweep(size_t i) const;
-	verdict identity(const entry &e) const;
+	verdict identity(const entry &e) const
+	{
+		return identity_on(e.fd, e);
+	}
+	verdict identity_on(int fd, const entry &e) const;
 	void read_sizes_from_dump(size_t n);
 	bool read_sizes_from_ring(pid_t self, size_t n); // false: no ring, use getsockopt
 	bool read_sizes_from_bpf(pid_t self, size_t n);	 // false: no iterator, choose again
@@ -128,7 +135,7 @@ private:
 	void bpf_release(const entry &e);
 	bool read_sizes_one(const entry &e, sizes *out); // false: socket gone
 	bool check_one(size_t i, struct sockbuf_guard_report *p);
-	void restore_one(const entry &e, const sizes &now, struct sockbuf_guard_report *p);
+	void restore_one(int pin, const entry &e, const sizes &now, struct sockbuf_guard_report *p);
 	void compact(size_t n, struct sockbuf_guard_report *p);
 	void erase(size_t i);
 	void index_add(size_t i);

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -125,6 +126,13 @@ ssize_t read(int fd, void *buf, size_t len)
 void close(int fd)
 {
 	::close(fd);
+}
+
+int dup_cloexec(int fd)
+{
+	SOCKBUF_HOOK(dup_cloexec, fd);
+	const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return copy >= 0 ? copy : -errno;
 }
 
 int get_int(int fd, int level, int name, int *out)

@@ -16,6 +16,10 @@ int getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int socket(int domain, int type, int protocol);
 void close(int fd);
+// fcntl(F_DUPFD_CLOEXEC): a second descriptor of the same open file, or
+// -errno.  The guard writes through one so that the number it checked
+// cannot be re-pointed before the write.
+int dup_cloexec(int fd);
 
 // io_uring_setup(2) (the new fd or -errno) and io_uring_enter(2) (the
 // number submitted or -errno), for the guard's batched reads.
@@ -37,6 +41,7 @@ struct hooks {
 	int (*getsockopt)(int fd, int level, int name, void *val, socklen_t *len);
 	int (*setsockopt)(int fd, int level, int name, const void *val, socklen_t len);
 	int (*socket)(int domain, int type, int protocol);
+	int (*dup_cloexec)(int fd);
 };
 inline constexpr int pass = 1;
 void set_hooks(const hooks *h); // nullptr removes them

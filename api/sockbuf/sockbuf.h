@@ -736,11 +736,13 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * inode), whatever source found it below; one that names another socket
  * leaves unwritten (counted in reused).  An entry whose new socket is not
  * below the old floor leaves within 32 passes of the reuse (the identity
- * sweep: see sockbuf_guard_pass()).  The window left is between that
- * check and the write after it, a few microseconds: the program's own
- * close() and a new socket landing on the number inside it cannot be
- * excluded by a library that does not own close().  Sockets accepted from a guarded listener are
- * not guarded: add each one.
+ * sweep: see sockbuf_guard_pass()).  The check and the writes go through
+ * the guard's own duplicate of the fd (F_DUPFD_CLOEXEC, taken before the
+ * check, closed after the writes; no fork() copies it), so the number
+ * re-pointed in between is never written through.  With no descriptor
+ * to spare (EMFILE) the socket is not written and the pass counts an
+ * error.  Sockets accepted from a guarded listener are not guarded: add
+ * each one.
  *
  * With SOCKBUF_GUARD_RESERVE_MEM memory for the socket's floor (2 x
  * @floor->snd + @floor->rcv + 64 KiB, as for set_initial) is reserved with

@@ -61,7 +61,7 @@ int hook_set(int, int level, int name, const void *val, socklen_t len)
 	return match(true, level, name);
 }
 
-const sys::hooks g_hooks = {hook_get, hook_set, nullptr};
+const sys::hooks g_hooks = {hook_get, hook_set, nullptr, nullptr};
 
 } // namespace
 

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -42,9 +45,10 @@ bool is_size_read(int level, int name)
 }
 
 // The reuse window: the first call the library makes on the victim's number
-// that is not a size read (the identity check, or whatever a restore does
-// first) finds the number already moved to another socket, as if the
-// program had closed it and a new socket had taken the number right then.
+// that is not a size read (the restore's duplicate of it, the identity
+// check, or whatever a restore does first) finds the number already moved
+// to another socket, as if the program had closed it and a new socket had
+// taken the number right then.
 std::atomic<int> g_victim{-1}, g_other{-1};
 std::atomic<bool> g_swapped{false};
 
@@ -67,7 +71,15 @@ int swap_set(int fd, int level, int name, const void *, socklen_t)
 	return sockbuf::sys::pass;
 }
 
-const sockbuf::sys::hooks swap_hooks = {swap_get, swap_set, nullptr};
+// The restore's duplicate of the number is taken first: the number moves
+// just before it.
+int swap_dup(int fd)
+{
+	swap_once(fd, -1, -1);
+	return sockbuf::sys::pass;
+}
+
+const sockbuf::sys::hooks swap_hooks = {swap_get, swap_set, nullptr, swap_dup};
 
 struct reuse_window {
 	reuse_window(int victim, int other)
@@ -140,6 +152,107 @@ TEST_P(GuardRace, NumberReusedInTheMiddleOfAPassIsNeverWrittenThrough)
 	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
 	EXPECT_EQ(t.reused, 1u);
 	EXPECT_EQ(t.sockets, 32);
+}
+
+// The later window: the number is re-pointed right after the identity
+// check said it names the victim, before the first write.  The hook makes
+// the check's cookie read itself and then moves the number, so a restore
+// that writes through the number writes the other socket; one that writes
+// through the duplicate it checked writes the victim, which the guard
+// still holds.
+std::atomic<uint64_t> g_victim_cookie{0};
+
+int swap_after_check(int fd, int level, int name, void *val, socklen_t *len)
+{
+	if (level != SOL_SOCKET || name != SO_COOKIE || g_swapped.load())
+		return sockbuf::sys::pass;
+	if (::getsockopt(fd, level, name, val, len) != 0)
+		return -errno;
+	if (*len == sizeof(uint64_t) && *static_cast<uint64_t *>(val) == g_victim_cookie.load() &&
+	    !g_swapped.exchange(true))
+		::dup2(g_other.load(), g_victim.load());
+	return 0;
+}
+
+const sockbuf::sys::hooks swap_after_check_hooks = {swap_after_check, nullptr, nullptr, nullptr};
+
+TEST_P(GuardRace, NumberRepointedBetweenCheckAndWriteIsNeverWrittenThrough)
+{
+	const int src = GetParam();
+	forced_source force(src == SOCKBUF_GUARD_SRC_BPF ? auto_source : src);
+	guard_id g(src == SOCKBUF_GUARD_SRC_BPF ? SOCKBUF_GUARD_BPF : 0);
+	ASSERT_GE(g.id, 0);
+	fd victim(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(victim, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, victim, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(victim));
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	ASSERT_EQ(::getsockopt(victim, SOL_SOCKET, SO_COOKIE, &cookie, &len), 0);
+	// The victim's socket, seen through a number of the test's own: the
+	// restore's effect on it is read after the program's number moved.
+	fd victim_socket(::dup(victim));
+	ASSERT_GE(victim_socket.v, 0);
+
+	fd other(tcp());
+	const int small = 4096;
+	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	const int snd_before = sndbuf(other), rcv_before = rcvbuf(other);
+	const int lock_before = has_buf_lock() ? buflock(other) : 0;
+
+	struct sockbuf_guard_report rep;
+	g_victim = victim.v;
+	g_other = other.v;
+	g_victim_cookie = cookie;
+	g_swapped = false;
+	sockbuf::sys::set_hooks(&swap_after_check_hooks);
+	const int ret = sockbuf_guard_pass(g.id, &rep);
+	sockbuf::sys::set_hooks(nullptr);
+	g_victim = -1;
+	ASSERT_EQ(ret, 0);
+	ASSERT_TRUE(g_swapped) << "the window was never opened: no identity check on the victim";
+	// The number names `other` now: not one byte of it changed.
+	EXPECT_EQ(sndbuf(victim), snd_before) << "the restore wrote through the re-pointed number";
+	EXPECT_EQ(rcvbuf(victim), rcv_before);
+	if (has_buf_lock()) {
+		EXPECT_EQ(buflock(victim), lock_before) << "the other socket was unlocked";
+	}
+	// The socket checked is the socket written.
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(victim_socket), floor_size);
+	if (has_buf_lock()) {
+		EXPECT_EQ(buflock(victim_socket), 0);
+	}
+}
+
+// No descriptor to spare for the duplicate (EMFILE): the socket below its
+// floor is not written at all (never through the number), the pass counts
+// an error, and the next pass restores it.
+TEST(GuardRestore, NoDescriptorForTheDuplicateMeansNoWriteUntilTheNextPass)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(s));
+	const int below = sndbuf(s);
+	static const sockbuf::sys::hooks no_fds = {nullptr, nullptr, nullptr,
+						   [](int) { return -EMFILE; }};
+	struct sockbuf_guard_report rep;
+	sockbuf::sys::set_hooks(&no_fds);
+	const int ret = sockbuf_guard_pass(g.id, &rep);
+	sockbuf::sys::set_hooks(nullptr);
+	ASSERT_EQ(ret, 0);
+	EXPECT_EQ(rep.below, 1);
+	EXPECT_EQ(rep.restored, 0);
+	EXPECT_EQ(rep.errors, 1);
+	EXPECT_EQ(rep.removed, 0) << "a socket the guard could not pin left the guard";
+	EXPECT_EQ(sndbuf(s), below) << "written without a duplicate";
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(s), floor_size);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, GuardRace,
@@ -268,7 +381,7 @@ int hold_get(int fd, int level, int name, void *, socklen_t *)
 	return sockbuf::sys::pass;
 }
 
-const sockbuf::sys::hooks hold_hooks = {hold_get, nullptr, nullptr};
+const sockbuf::sys::hooks hold_hooks = {hold_get, nullptr, nullptr, nullptr};
 
 TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 {
@@ -313,6 +426,84 @@ TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 	expect_child_exited_0(pid, "1: pass, 2: stats (the parent's thread is not the "
 				   "child's), 3: remove/add, 4: start/stop, 5: destroy");
 	EXPECT_EQ(sockbuf_guard_stop(g.id), 0);
+}
+
+// fork() while a restore holds its duplicate of the program's fd: the
+// child must not get a copy (it would hold the connection open after the
+// parent closed it).  The restore is held in its first write by the seam;
+// the test's own fork handler, run before the library's (prepare handlers
+// run in reverse order of registration), lets it go on, so the fork
+// reaches the library's handler while the duplicate is open.  The child
+// reports whether the duplicate's number names the socket.
+int g_write_entered = -1, g_write_release = -1;
+std::atomic<int> g_pin{-1};
+std::atomic<bool> g_fork_armed{false};
+
+int hold_write(int fd, int, int, const void *, socklen_t)
+{
+	if (getpid() != g_parent || g_pin.load() >= 0)
+		return sockbuf::sys::pass;
+	g_pin = fd;
+	uint64_t one = 1;
+	if (::write(g_write_entered, &one, sizeof(one)) != sizeof(one))
+		return sockbuf::sys::pass;
+	struct pollfd p = {g_write_release, POLLIN, 0};
+	::poll(&p, 1, 10000); // bounded: released by the fork handler, or 10 s
+	return sockbuf::sys::pass;
+}
+
+void release_write_at_fork()
+{
+	uint64_t one = 1;
+	if (g_fork_armed.exchange(false) &&
+	    ::write(g_write_release, &one, sizeof(one)) != sizeof(one))
+		std::abort();
+}
+
+const sockbuf::sys::hooks hold_write_hooks = {nullptr, hold_write, nullptr, nullptr};
+
+TEST(GuardFork, ChildForkedMidRestoreGetsNoCopyOfTheSocket)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0); // the library's fork handlers are registered now
+	static std::once_flag registered;
+	std::call_once(registered, [] { pthread_atfork(release_write_at_fork, nullptr, nullptr); });
+	fd s(tcp());
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(s));
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	ASSERT_EQ(::getsockopt(s, SOL_SOCKET, SO_COOKIE, &cookie, &len), 0);
+	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC));
+	ASSERT_GE(entered.v, 0);
+	ASSERT_GE(release.v, 0);
+	g_write_entered = entered;
+	g_write_release = release;
+	g_parent = getpid();
+	g_pin = -1;
+	sockbuf::sys::set_hooks(&hold_write_hooks);
+	struct sockbuf_guard_report rep = {};
+	std::thread pass([&] { (void)sockbuf_guard_pass(g.id, &rep); });
+	struct pollfd p = {entered, POLLIN, 0};
+	const int began = ::poll(&p, 1, 10000);
+	const int pin = g_pin.load();
+	g_fork_armed = true;
+	const pid_t pid = began == 1 ? fork() : -1;
+	if (pid == 0) {
+		uint64_t c = 0;
+		socklen_t l = sizeof(c);
+		_exit(::getsockopt(pin, SOL_SOCKET, SO_COOKIE, &c, &l) == 0 && c == cookie ? 1 : 0);
+	}
+	g_fork_armed = false;
+	pass.join();
+	sockbuf::sys::set_hooks(nullptr);
+	ASSERT_EQ(began, 1) << "the pass never reached its write";
+	ASSERT_NE(pin, s.v) << "the restore wrote through the program's number";
+	ASSERT_GE(pid, 0);
+	expect_child_exited_0(pid, "1: the child holds the restore's duplicate of the socket");
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(s), floor_size);
 }
 
 // add() and remove() while a pass is in flight (held in its read of a
@@ -378,7 +569,7 @@ int count_set(int, int, int, const void *, socklen_t)
 	return sockbuf::sys::pass;
 }
 
-const sockbuf::sys::hooks count_hooks = {count_get, count_set, nullptr};
+const sockbuf::sys::hooks count_hooks = {count_get, count_set, nullptr, nullptr};
 
 TEST(GuardRestore, OneRestoreReadsAtMostTwiceBesidesTheIdentity)
 {

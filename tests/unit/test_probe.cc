@@ -133,7 +133,7 @@ TEST(Probe, SocketFailureIsReturnedAndCacheKept)
 	{
 		injector inj;
 		static const sockbuf::sys::hooks fail_socket = {
-		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }};
+		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }, nullptr};
 		sockbuf::sys::set_hooks(&fail_socket);
 		EXPECT_EQ(sockbuf_probe(nullptr, SOCKBUF_PROBE_FRESH), -EMFILE);
 	}
@@ -152,9 +152,11 @@ TEST(Probe, SecondProbeSocketFailureIsAnErrorNotAMissingFeature)
 		static std::atomic<int> sockets{0};
 		sockets = 0;
 		static const sockbuf::sys::hooks second_fails = {
-		    nullptr, nullptr, [](int, int, int) {
+		    nullptr, nullptr,
+		    [](int, int, int) {
 			    return sockets.fetch_add(1) == 0 ? sockbuf::sys::pass : -ENFILE;
-		    }};
+		    },
+		    nullptr};
 		sockbuf::sys::set_hooks(&second_fails);
 		EXPECT_EQ(sockbuf_probe(nullptr, SOCKBUF_PROBE_FRESH), -ENFILE);
 		EXPECT_EQ(sockets.load(), 2);
@@ -170,7 +172,7 @@ TEST(Probe, FirstProbeFailureIsEveryCallsError)
 	{
 		injector inj;
 		static const sockbuf::sys::hooks fail_socket = {
-		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }};
+		    nullptr, nullptr, [](int, int, int) { return -EMFILE; }, nullptr};
 		sockbuf::sys::set_hooks(&fail_socket);
 		sockbuf::probe::reset_for_tests();
 		// No features are guessed: the calls fail with the probe's error

@@ -75,7 +75,7 @@ int delayed_writes(int, int level, int name, const void *, socklen_t)
 template <typename SndCall, typename RcvCall>
 int count_lying_rounds(int rounds, SndCall snd_call, RcvCall rcv_call, int expect_lock)
 {
-	const sockbuf::sys::hooks widen = {nullptr, delayed_writes, nullptr};
+	const sockbuf::sys::hooks widen = {nullptr, delayed_writes, nullptr, nullptr};
 	sockbuf::sys::set_hooks(&widen);
 	int lying = 0;
 	for (int i = 0; i < rounds; i++) {
@@ -137,7 +137,7 @@ TEST(Threads, ForkWhileAnotherThreadHoldsTheSocket)
 	if (!has_buf_lock())
 		GTEST_SKIP() << "kernel has no SO_BUF_LOCK: the call never writes the lock bits";
 	fd s(tcp());
-	const sockbuf::sys::hooks park = {nullptr, parked_lock_write, nullptr};
+	const sockbuf::sys::hooks park = {nullptr, parked_lock_write, nullptr, nullptr};
 	sockbuf::sys::set_hooks(&park);
 	g_in_call = false;
 	std::thread holder([&s] { sockbuf_set_initial_bufsize(s, 65536, 0, 0, nullptr); });

@@ -442,7 +442,7 @@ TEST(SuiteFails, LibraryMisreadingItsSizeFailsC7Library)
 			if (s.a == arm::lib_locked && s.r == role::client)
 				misread_fd = s.fd;
 	};
-	static const sockbuf::sys::hooks seam = {misread_sndbuf, nullptr, nullptr};
+	static const sockbuf::sys::hooks seam = {misread_sndbuf, nullptr, nullptr, nullptr};
 	sockbuf::sys::set_hooks(&seam);
 	scenario_result r = run(h);
 	sockbuf::sys::set_hooks(nullptr);

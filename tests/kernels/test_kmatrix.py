@@ -215,6 +215,30 @@ class MirrorLookupTest(unittest.TestCase):
             "sources.list.d/c.list": "deb http://mirror.example.net/debian bookworm main\n"})
         self.assertEqual(fetch.archive_uris(etc)[0], "http://mirror.example.net/debian")
 
+    def test_minbase_gets_the_security_suites_from_the_default_archive(self):
+        # debootstrap writes the release alone: the security suites (6.1's
+        # updates, 6.12+deb12) must still be looked up, and it is said.
+        etc = self.etc({"sources.list": "deb http://deb.debian.org/debian bookworm main\n"})
+        said = []
+        apt = fetch.Apt(self.etc({}), ["bookworm", "bookworm-security"], said.append, etc)
+        with open(apt.sourcelist) as f:
+            lines = f.read().splitlines()
+        self.assertIn("deb [signed-by=%s] http://deb.debian.org/debian bookworm main"
+                      % fetch.KEYRING, lines)
+        self.assertIn("deb [signed-by=%s] %s bookworm-security main"
+                      % (fetch.KEYRING, fetch.DEFAULT_SECURITY), lines)
+        self.assertEqual(len(said), 1)
+        self.assertIn("bookworm-security", said[0])
+
+    def test_mirror_file_list_is_resolved_for_debootstrap(self):
+        # Debian's cloud images: apt reads a list of mirrors, debootstrap
+        # needs one of them.
+        mirrors = self.etc({"debian.list": "# the list\nhttp://cloud.example.org/debian\n"})
+        etc = self.etc({"sources.list.d/debian.sources": self.DEB822.replace(
+            "http://deb.example.org/debian", "mirror+file://%s/debian.list" % mirrors)})
+        r = self.run_cli(etc)
+        self.assertEqual((r.returncode, r.stdout), (0, "http://cloud.example.org/debian\n"))
+
     def test_none_names_what_was_looked_for(self):
         etc = self.etc({"sources.list.d/node.sources":
                         "Types: deb\nURIs: http://apt.example.com/node\nSuites: nodistro\n"})

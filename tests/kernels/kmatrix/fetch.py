@@ -20,6 +20,10 @@ import sys
 import time
 
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# Where the security suites are fetched from when the apt configuration
+# names no security archive: debootstrap and the installer's minimal
+# sources.list carry the release alone.
+DEFAULT_SECURITY = "http://deb.debian.org/debian-security"
 LIST_MAX_AGE = 12 * 3600
 
 
@@ -28,6 +32,25 @@ class FetchError(Exception):
 
 
 ETC_APT = "/etc/apt"
+
+
+def _resolve_mirror_list(uri):
+    """The first URI of a mirror+file: list (Debian's cloud images), which
+    apt reads and debootstrap cannot; other URIs as they are."""
+    if not uri.startswith("mirror+file:"):
+        return uri
+    path = uri[len("mirror+file:"):]
+    if path.startswith("//"):
+        path = path[2:]
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if words and not words[0].startswith("#"):
+                    return words[0]
+    except OSError:
+        pass
+    return uri
 
 
 def _source_paths(etc):
@@ -71,6 +94,7 @@ def archive_uris(etc=ETC_APT):
     """URIs of the main Debian archive and of its security archive."""
     main = security = None
     for uri, suite, _ in _system_sources(etc):
+        uri = _resolve_mirror_list(uri)
         if "/debian" not in uri:
             continue
         if suite.endswith("-security"):
@@ -86,11 +110,16 @@ def archive_uris(etc=ETC_APT):
 
 
 class Apt:
-    def __init__(self, cache_dir, suites, log):
+    def __init__(self, cache_dir, suites, log, etc=ETC_APT):
         self.debs = os.path.join(cache_dir, "debs")
         self.log = log
         self._all_names = None
-        main, security = archive_uris()
+        main, security = archive_uris(etc)
+        wanted = sorted(s for s in set(suites) if s.endswith("-security"))
+        if wanted and not security:
+            security = DEFAULT_SECURITY
+            log("no security archive in the apt sources; %s from %s" %
+                (", ".join(wanted), security))
         lines = []
         for suite in sorted(set(suites)):
             uri = security if suite.endswith("-security") else main

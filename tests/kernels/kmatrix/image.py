@@ -53,16 +53,26 @@ def extract(debs, dest):
     raise ImageError("no vmlinuz for %s in the package" % release)
 
 
+def _sbin_tool(name):
+    """kmod's tools live in /usr/sbin, which a root shell without a login
+    (su, sudo -E) may not have in PATH; run-matrix's check_tools() looks
+    there too."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin") or name
+
+
 def depmod(root, release):
     """Debian ships no modules.dep: make it, once."""
     if os.path.exists(os.path.join(root, "lib", "modules", release, "modules.dep")):
         return
-    subprocess.run(["depmod", "-b", root, release], check=True, capture_output=True)
+    r = subprocess.run([_sbin_tool("depmod"), "-b", root, release], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ImageError("depmod -b %s %s failed (exit %d): %s"
+                         % (root, release, r.returncode, r.stderr.strip()[-400:]))
 
 
 def module_files(root, release, names):
     """Module files to load, dependencies first, builtins left out."""
-    r = subprocess.run(["modprobe", "-d", root, "-S", release, "--show-depends", "-a"] + names,
+    r = subprocess.run([_sbin_tool("modprobe"), "-d", root, "-S", release, "--show-depends", "-a"] + names,
                        capture_output=True, text=True)
     files = []
     for line in r.stdout.splitlines():

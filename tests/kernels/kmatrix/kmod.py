@@ -89,5 +89,10 @@ def build(src, kdir, out_dir, log_path):
                            stdout=log, stderr=subprocess.STDOUT)
     kos = glob.glob(os.path.join(out_dir, "*.ko"))
     if r.returncode != 0 or len(kos) != 1:
-        raise KmodError("module build failed (make rc %d, log %s)" % (r.returncode, log_path))
+        # The log stays on the runner: its end goes into the reason,
+        # which CI prints.
+        with open(log_path, errors="replace") as log:
+            tail = log.read()[-1500:]
+        raise KmodError("module build failed (make rc %d, %d .ko, log %s), its end:\n%s"
+                        % (r.returncode, len(kos), log_path, tail))
     return kos[0]

@@ -6,65 +6,60 @@ KMOD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$KMOD_DIR/base.env"
 : "${SOCKBUF_KMOD_CACHE:=/var/cache/sockbuf-kmod}"
 
-# apt-get options of the private configuration for a suite the system does
-# not carry.
+# apt-get options of the private configuration for the base's suite: the
+# system's sources are never read or changed, so a machine whose apt
+# knows the release alone (debootstrap, the installer) fetches
+# bookworm-security and sid all the same.
 private_apt() {
-	local root="$SOCKBUF_KMOD_CACHE/apt-$BASE_SUITE"
+	local root="$SOCKBUF_KMOD_CACHE/apt-$BASE_SUITE" mirror=$SOCKBUF_KMOD_MIRROR
+	[[ $BASE_SUITE == *-security ]] && mirror=$SOCKBUF_KMOD_SECURITY_MIRROR
 	mkdir -p "$root/lists/partial" "$root/cache/archives/partial"
-	echo "deb $SOCKBUF_KMOD_MIRROR $BASE_SUITE main" >"$root/sources.list"
+	echo "deb $mirror $BASE_SUITE main" >"$root/sources.list"
 	APT_OPTS=(-o "Dir::Etc::sourcelist=$root/sources.list" -o Dir::Etc::sourceparts=-
 		-o "Dir::State::Lists=$root/lists" -o "Dir::Cache=$root/cache"
 		-o APT::Sandbox::User=root)
 }
 
 # Makes $BASE_TARBALL (the pinned version of the base's source package)
-# available: installed with apt-get for a suite of the system (needs root),
-# downloaded and extracted from a private apt configuration otherwise.
-# Patches are proven against the pinned version alone.
+# available: downloaded from a private apt configuration and extracted
+# into the cache, once.  Patches are proven against the pinned version
+# alone.  0, or 2 with what failed on stderr.
 ensure_base_package() {
 	base_vars "${1:?base}" || return 2
-	if [[ -n $BASE_SUITE ]]; then
-		local debdir="$SOCKBUF_KMOD_CACHE/deb-$BASE_PACKAGE-$BASE_VERSION"
-		BASE_TARBALL="$debdir/usr/src/$BASE_PACKAGE.tar.xz"
-		[[ -e $BASE_TARBALL ]] && return 0
-		private_apt
-		mkdir -p "$debdir"
-		if ! apt-get "${APT_OPTS[@]}" -qq update >/dev/null ||
-			! (cd "$debdir" && apt-get "${APT_OPTS[@]}" -qq download \
-				"$BASE_PACKAGE=$BASE_VERSION" >/dev/null); then
-			echo "kmod: cannot fetch $BASE_PACKAGE $BASE_VERSION from $BASE_SUITE" \
-				"(update base.env after rebasing the series)" >&2
-			return 2
-		fi
-		dpkg-deb -x "$debdir"/"${BASE_PACKAGE}"_*.deb "$debdir"
-		return 0
-	fi
-	BASE_TARBALL=/usr/src/$BASE_PACKAGE.tar.xz
-	if ! dpkg-query -W -f='${Status}' "$BASE_PACKAGE" 2>/dev/null | grep -q "install ok installed"; then
-		if [[ $(id -u) != 0 ]]; then
-			echo "kmod: $BASE_PACKAGE is not installed; run as root to install it" >&2
-			return 2
-		fi
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			"$BASE_PACKAGE" >/dev/null
-	fi
-	local have
-	have=$(dpkg-query -W -f='${Version}' "$BASE_PACKAGE")
-	if [[ $have != "$BASE_VERSION" ]]; then
-		echo "kmod: $BASE_PACKAGE is $have, the series is pinned to $BASE_VERSION" \
+	local debdir="$SOCKBUF_KMOD_CACHE/deb-$BASE_PACKAGE-$BASE_VERSION"
+	BASE_TARBALL="$debdir/usr/src/$BASE_PACKAGE.tar.xz"
+	[[ -e $debdir/.extracted ]] && return 0
+	private_apt
+	rm -rf "$debdir"
+	mkdir -p "$debdir"
+	if ! apt-get "${APT_OPTS[@]}" -qq update >/dev/null ||
+		! (cd "$debdir" && apt-get "${APT_OPTS[@]}" -qq download \
+			"$BASE_PACKAGE=$BASE_VERSION" >/dev/null); then
+		echo "kmod: cannot fetch $BASE_PACKAGE $BASE_VERSION from $BASE_SUITE" \
 			"(update base.env after rebasing the series)" >&2
 		return 2
 	fi
+	if ! dpkg-deb -x "$debdir"/"${BASE_PACKAGE}"_*.deb "$debdir" || [[ ! -e $BASE_TARBALL ]]; then
+		echo "kmod: cannot unpack $BASE_TARBALL from the $BASE_PACKAGE package" >&2
+		rm -rf "$debdir"
+		return 2
+	fi
+	touch "$debdir/.extracted"
 }
 
 # Prints the path of a pristine tree of the base ensure_base_package()
-# selected, extracting it on first use.
+# selected, extracting it on first use; 2 with the reason on stderr when
+# it cannot (a half-extracted tree is never kept).
 pristine_base() {
 	local dest="$SOCKBUF_KMOD_CACHE/pristine-$BASE_VERSION"
 	if [[ ! -e $dest/.extracted ]]; then
 		rm -rf "$dest"
 		mkdir -p "$dest"
-		tar -C "$dest" -xf "$BASE_TARBALL"
+		if ! tar -C "$dest" -xf "$BASE_TARBALL"; then
+			echo "kmod: cannot extract $BASE_TARBALL into $dest" >&2
+			rm -rf "$dest"
+			return 2
+		fi
 		touch "$dest/.extracted"
 	fi
 	echo "$dest/$BASE_DIR"

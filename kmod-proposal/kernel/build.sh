@@ -24,7 +24,7 @@ variant=patched
 [[ ${1:-} == --unpatched ]] && variant=unpatched
 read -r -a bases <<<"$BASES"
 ensure_base_package "${SOCKBUF_KMOD_BASE:-${bases[0]}}" || exit 2
-base=$(pristine_base)
+base=$(pristine_base) || exit 2
 src="$SOCKBUF_KMOD_CACHE/src-$BASE_NAME-$variant"
 out="$SOCKBUF_KMOD_CACHE/build-$BASE_NAME-$variant"
 

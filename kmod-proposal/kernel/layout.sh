@@ -42,7 +42,7 @@ layouts() {
 rc=0
 for b in "${all[@]}"; do
 	ensure_base_package "$b" || exit 2
-	base=$(pristine_base)
+	base=$(pristine_base) || exit 2
 	src="$SOCKBUF_KMOD_CACHE/src-$BASE_NAME-patched"
 	if [[ ! -e $src/.prepared ]]; then
 		rm -rf "$src"

@@ -53,8 +53,11 @@ if [[ ! -f $base/.complete ]]; then
 		{ echo "packages: no Debian mirror for debootstrap (see above)" >&2; exit 1; }
 	rm -rf "$base"
 	mkdir -p "$base"
-	debootstrap --variant=minbase "$suite" "$base" "$mirror" >"$base.log" 2>&1 ||
-		{ echo "packages: debootstrap failed, see $base.log" >&2; exit 1; }
+	debootstrap --variant=minbase "$suite" "$base" "$mirror" >"$base.log" 2>&1 || {
+		tail -n 20 "$base.log" >&2
+		echo "packages: debootstrap $suite from $mirror failed (the lines above; $base.log)" >&2
+		exit 1
+	}
 	touch "$base/.complete"
 fi
 run=$(mktemp -d /var/tmp/sockbuf-pkgroot.XXXXXX)
@@ -76,7 +79,9 @@ if ! mount -t overlay overlay -o "lowerdir=$base,upperdir=$run/upper,workdir=$ru
 	cp -a "$base/." "$root/"
 fi
 mount -t proc proc "$root/proc"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's resolver where it has one (debootstrap copied one into the
+# base already).
+if [[ -e /etc/resolv.conf ]]; then cp -L /etc/resolv.conf "$root/etc/resolv.conf"; fi
 mkdir -p "$root/tmp/debs" "$root/tmp/consumer"
 cp "$debs"/*.deb "$root/tmp/debs/"
 cp -r "$top/tests/install/consumer/." "$root/tmp/consumer/"
@@ -93,16 +98,20 @@ dpkg-query -W libsockbuf0 libsockbuf-dev sockbuf-tools
 ldconfig -p | grep -q "libsockbuf.so.0 " || { echo "libsockbuf.so.0 not in the ldconfig cache"; exit 1; }
 sockbuf probe >/dev/null
 sockbuf-contract --list >/dev/null
-dpkg -L sockbuf-tools | grep -q "/sockbuf/libsockbuf-shim.so$"
+dpkg -L sockbuf-tools | grep -q "/sockbuf/libsockbuf-shim.so$" ||
+	{ echo "sockbuf-tools does not ship libsockbuf-shim.so"; exit 1; }
 sockbuf run --policy initial -- /bin/true
-test -f /usr/share/man/man3/sockbuf_set_initial_bufsize.3.gz
+test -f /usr/share/man/man3/sockbuf_set_initial_bufsize.3.gz ||
+	{ echo "man page sockbuf_set_initial_bufsize(3) not installed"; exit 1; }
 echo "tools run from /usr/bin"'
 
 step "build the installed-consumer test against the packages"
 in_root 'apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends cmake g++ make >/dev/null
 cmake -S /tmp/consumer -B /tmp/consumer-build >/dev/null
 cmake --build /tmp/consumer-build >/dev/null
-for exe in consumer_cmake consumer_static consumer_pkgconfig; do /tmp/consumer-build/$exe; done
+for exe in consumer_cmake consumer_static consumer_pkgconfig; do
+	/tmp/consumer-build/$exe || { echo "$exe failed"; exit 1; }
+done
 ldd /tmp/consumer-build/consumer_cmake | grep -Eq "libsockbuf.so.0 => (/usr)?/lib/" ||
 	{ echo "consumer_cmake does not load the packaged libsockbuf.so.0"; exit 1; }'
 

@@ -215,4 +215,13 @@ int sockbuf::guard::lose_records_for_test(int id, uint64_t n)
 	g->lose_records_for_test(n);
 	return 0;
 }
+
+int sockbuf::guard::fail_clears_for_test(int id, int n)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	g->fail_clears_for_test(n);
+	return 0;
+}
 #endif

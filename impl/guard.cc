@@ -749,17 +749,28 @@ int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
 // below its floor, restored by check_one() (identity at the write); one
 // that is not below has its identity checked all the same, so that a
 // socket closed while its record was in flight leaves now.  The pending
-// mark is cleared before the read: a cut after it posts again.  True when
-// the ring had lost records since the last round (the caller makes a full
-// pass).  Caller holds pass_mu_.
+// mark is cleared before the read: a cut after it posts again.  A clear
+// that fails twice leaves the mark set and the socket silent: it is kept
+// in ev_unclear_ and looked at, and cleared again, on every round until a
+// clear succeeds (the rounds, the net's passes, or another socket's
+// record wake).  True when the ring had lost records since the last round
+// (the caller makes a full pass).  Caller holds pass_mu_.
 bool floor_guard::events_round(struct sockbuf_guard_report *out)
 {
 	ev_inodes_.clear();
-	const int got = ev_.drain(&ev_inodes_);
+	int got = ev_.drain(&ev_inodes_);
 	const uint64_t lost = ev_.lost();
 	bool lost_more = lost > ev_lost_seen_;
 	ev_lost_seen_ = lost;
-	if (got <= 0) {
+	if (got < 0)
+		got = 0;
+	try {
+		ev_inodes_.insert(ev_inodes_.end(), ev_unclear_.begin(), ev_unclear_.end());
+		ev_unclear_.clear();
+	} catch (const std::bad_alloc &) {
+		lost_more = true; // ev_unclear_ is kept; the full pass reads them
+	}
+	if (ev_inodes_.empty()) {
 		if (lost_more) {
 			std::lock_guard<std::mutex> lock(mu_);
 			ev_stats_.lost = lost;
@@ -768,7 +779,7 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 	}
 	struct sockbuf_guard_report p = {};
 	size_t n;
-	uint64_t dropped = 0;
+	uint64_t dropped = 0, not_below = 0;
 	ev_index_.clear();
 	{
 		std::lock_guard<std::mutex> lock(mu_);
@@ -781,7 +792,8 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 				continue;
 			}
 			const entry &e = entries_.at(it->second);
-			(void)ev_.clear(ino, e.floor.snd, e.floor.rcv);
+			if (!clear_mark(ino, e))
+				lost_more = true; // could not be kept for the next round
 			try {
 				ev_index_.push_back(it->second);
 			} catch (const std::bad_alloc &) {
@@ -790,7 +802,8 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 		}
 		ev_stats_.records += uint64_t(got);
 		ev_stats_.lost = lost;
-		ev_stats_.rounds++;
+		if (got > 0)
+			ev_stats_.rounds++;
 	}
 	std::sort(ev_index_.begin(), ev_index_.end());
 	ev_index_.erase(std::unique(ev_index_.begin(), ev_index_.end()), ev_index_.end());
@@ -814,6 +827,8 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 			const verdict v = identity(e);
 			if (v != keep)
 				verdict_[i] = char(v);
+			else
+				not_below++;
 		}
 		if (verdict_[i] != keep)
 			dropped++;
@@ -821,6 +836,7 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 	std::lock_guard<std::mutex> lock(mu_);
 	compact(n, &p);
 	ev_stats_.dropped += dropped;
+	ev_stats_.not_below += not_below;
 	stats_.below += uint64_t(p.below);
 	stats_.restored += uint64_t(p.restored);
 	stats_.errors += uint64_t(p.errors);
@@ -829,6 +845,26 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
 	*out = p;
 	return lost_more;
+}
+
+// Clears @ino's pending mark, once more at once if that fails; a mark
+// still set is counted and kept in ev_unclear_ for the next round.  False
+// when it could not even be kept (no memory): the caller makes a full
+// pass.  Caller holds pass_mu_ and mu_.
+bool floor_guard::clear_mark(uint32_t ino, const entry &e)
+{
+	if (ev_.clear(ino, e.floor.snd, e.floor.rcv) == 0)
+		return true;
+	ev_stats_.clear_failed++;
+	if (ev_.clear(ino, e.floor.snd, e.floor.rcv) == 0)
+		return true;
+	ev_stats_.clear_failed++;
+	try {
+		ev_unclear_.push_back(ino);
+	} catch (const std::bad_alloc &) {
+		return false;
+	}
+	return true;
 }
 
 // Every socket once.  Adds what it found and did to @out.  Caller holds
@@ -969,6 +1005,7 @@ void floor_guard::after_fork_child()
 		ev_err_ = -ECHILD;
 	new (&ev_inodes_) std::vector<uint32_t>();
 	new (&ev_index_) std::vector<size_t>();
+	new (&ev_unclear_) std::vector<uint32_t>();
 	if (wake_fd_ >= 0)
 		::close(wake_fd_);
 	wake_fd_ = -1;
@@ -1226,6 +1263,12 @@ void floor_guard::lose_records_for_test(uint64_t n)
 {
 	std::lock_guard<std::mutex> lock(pass_mu_);
 	ev_.add_lost(n);
+}
+
+void floor_guard::fail_clears_for_test(int n)
+{
+	std::lock_guard<std::mutex> lock(pass_mu_);
+	ev_.fail_clears(n);
 }
 #endif
 

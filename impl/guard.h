@@ -70,6 +70,9 @@ void force_source(int source);
 // As if guard @id's ring buffer had had no room for @n records
 // (api_guard.cc).  0 or -EBADF.
 int lose_records_for_test(int id, uint64_t n);
+// The next @n clears of a pending mark in guard @id's event map fail
+// (-ENOMEM), as an update of the map that cannot allocate.  0 or -EBADF.
+int fail_clears_for_test(int id, int n);
 #endif
 
 class floor_guard
@@ -92,6 +95,7 @@ public:
 #ifdef SOCKBUF_TEST_SEAM
 	// As if the ring buffer had had no room for @n records.
 	void lose_records_for_test(uint64_t n);
+	void fail_clears_for_test(int n);
 #endif
 
 	// pthread_atfork, for every guard (api_guard.cc): before fork() the
@@ -145,6 +149,7 @@ private:
 	int run_pass(bool full, struct sockbuf_guard_report *out);  // caller holds pass_mu_
 	void full_pass(pid_t self, struct sockbuf_guard_report *p); // caller holds pass_mu_
 	bool events_round(struct sockbuf_guard_report *p);	    // true: records were lost
+	bool clear_mark(uint32_t ino, const entry &e); // false: keep it for a full pass
 	bool events_on() const
 	{
 		return ev_err_ == 0 && ev_.is_open();
@@ -198,6 +203,10 @@ private:
 	uint64_t ev_lost_seen_ = 0;
 	std::vector<uint32_t> ev_inodes_;
 	std::vector<size_t> ev_index_;
+	// Sockets whose pending mark could not be cleared: they post no
+	// record, so every round looks at them (and clears again) as if
+	// they had posted one.  Under pass_mu_.
+	std::vector<uint32_t> ev_unclear_;
 	unsigned int net_interval_us_ = 1'000'000;
 	int wake_fd_ = -1;  // eventfd: stop() wakes the events thread
 	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring

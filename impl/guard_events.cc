@@ -204,6 +204,17 @@ int event_source::watch(uint32_t ino, int snd, int rcv)
 	return bpf_map_update_elem(st_->map_fd, &ino, &w, BPF_ANY) == 0 ? 0 : errno_or(-EIO);
 }
 
+int event_source::clear(uint32_t ino, int snd, int rcv)
+{
+#ifdef SOCKBUF_TEST_SEAM
+	if (fail_clears_ > 0) {
+		fail_clears_--;
+		return -ENOMEM;
+	}
+#endif
+	return watch(ino, snd, rcv);
+}
+
 void event_source::unwatch(uint32_t ino)
 {
 	if (st_)
@@ -283,6 +294,10 @@ int event_source::fd() const
 	return -1;
 }
 int event_source::watch(uint32_t, int, int)
+{
+	return -EBADF;
+}
+int event_source::clear(uint32_t, int, int)
 {
 	return -EBADF;
 }

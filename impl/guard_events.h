@@ -60,8 +60,10 @@ public:
 	// record pending.  0 or -errno (-E2BIG: the map is full).
 	int watch(uint32_t ino, int snd, int rcv);
 	// Clears the pending mark of @ino so that its next cut posts again
-	// (the same as watch() on an inode the map holds).
-	int clear(uint32_t ino, int snd, int rcv) { return watch(ino, snd, rcv); }
+	// (the same as watch() on an inode the map holds).  The map is not
+	// preallocated: an update allocates, and can fail (-ENOMEM), which
+	// leaves the mark set and the socket posting nothing.
+	int clear(uint32_t ino, int snd, int rcv);
 	void unwatch(uint32_t ino);
 
 	// Appends the inodes of the records waiting to @out (never blocks).
@@ -74,6 +76,11 @@ public:
 #ifdef SOCKBUF_TEST_SEAM
 	// Adds @n to the lost count, as a full ring would.
 	void add_lost(uint64_t n);
+	// The next @n clear() calls fail with -ENOMEM, the map untouched.
+	void fail_clears(int n)
+	{
+		fail_clears_ = n;
+	}
 #endif
 
 	void close();
@@ -87,6 +94,9 @@ private:
 	state *st_ = nullptr;
 	unsigned int attached_ = 0;
 	std::vector<uint32_t> *sink_ = nullptr; // drain()'s, for the callback
+#ifdef SOCKBUF_TEST_SEAM
+	int fail_clears_ = 0;
+#endif
 	static int on_record(void *ctx, void *data, size_t len);
 };
 

@@ -921,8 +921,18 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  total_pass_ns of sockbuf_guard_totals for passes): the
  *                  two summed, divided by the time the guard has run, are
  *                  an upper bound on the share of a core it takes.
+ * @clear_failed:   failed clears of a socket's pending mark (the event
+ *                  map could not allocate).  Each is tried again at once;
+ *                  a socket whose mark stays set posts no record, so
+ *                  every round looks at it and clears again until one
+ *                  succeeds; meanwhile its cuts wait for a round woken by
+ *                  another record or the safety net.
+ * @not_below:      sockets a round read (named by a record, or with a
+ *                  mark it could not clear) that were at or above their
+ *                  floor (nothing to restore).
  *
- * @total_round_ns was taken from @reserved (the struct keeps its size).
+ * @total_round_ns, @clear_failed and @not_below were taken from @reserved
+ * (the struct keeps its size).
  */
 struct sockbuf_guard_event_totals {
 	int err;
@@ -936,7 +946,9 @@ struct sockbuf_guard_event_totals {
 	uint64_t restored_passes;
 	uint64_t dropped;
 	uint64_t total_round_ns;
-	uint64_t reserved[5];
+	uint64_t clear_failed;
+	uint64_t not_below;
+	uint64_t reserved[3];
 };
 
 /**

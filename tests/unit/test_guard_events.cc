@@ -308,6 +308,91 @@ TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
 	EXPECT_EQ(e.ev.restored_passes, 1u);
 }
 
+// The pending mark of a cut socket cannot be cleared (the map's update
+// cannot allocate, through the seam: the clear and its retry at once
+// fail).  The socket then posts no record; the next round must look at
+// it all the same, clear again, and from then on its cuts post again.
+TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	struct pollfd pfd = {efd, POLLIN, 0};
+	struct sockbuf_guard_report rep;
+
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 2), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
+	{
+		events_totals e(g.id);
+		EXPECT_EQ(e.ev.records, 1u);
+		EXPECT_EQ(e.ev.clear_failed, 2u);
+	}
+
+	// Cut again while the mark is still set: no record can come.  The
+	// next round (the timer has not fired, nothing else named) looks at
+	// the socket anyway and clears its mark.
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.sockets, 1) << "the socket with a stuck mark was not looked at";
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(c.p.client), floor_size);
+
+	// Cleared now: a third cut posts a record of its own.
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1)
+	    << "the socket posts no record after its mark was cleared";
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.records, 2u);
+	EXPECT_EQ(e.ev.clear_failed, 2u);
+	EXPECT_EQ(e.ev.restored_events, 3u);
+	EXPECT_EQ(e.ev.restored_passes, 0u);
+}
+
+// One failed clear, and its retry at once succeeds: the next cut posts.
+TEST(GuardEvents, FailedClearIsRetriedAtOnce)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	struct pollfd pfd = {efd, POLLIN, 0};
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 1), 0);
+	for (int cut = 0; cut < 2; cut++) {
+		ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+		ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+		ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "cut " << cut << ": no record within 5 s";
+		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		EXPECT_EQ(rep.restored, 1);
+	}
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.records, 2u);
+	EXPECT_EQ(e.ev.clear_failed, 1u);
+}
+
 // No capabilities: the programs cannot load; the guard says why and
 // guards by passes, at the interval given.
 TEST(GuardEvents, RefusedLoadFallsBackToPollingAndSaysWhy)

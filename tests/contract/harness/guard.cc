@@ -195,6 +195,9 @@ guard_stats floor_guard::stats() const
 		g.records = e.records;
 		g.restored_events = e.restored_events;
 		g.restored_passes = e.restored_passes;
+		g.dropped = e.dropped;
+		g.not_below = e.not_below;
+		g.clear_failed = e.clear_failed;
 		g.round_total_us = int64_t(e.total_round_ns / 1000);
 		if (e.err == 0 && e.net_interval_us > interval)
 			interval = e.net_interval_us;

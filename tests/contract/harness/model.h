@@ -194,6 +194,10 @@ struct guard_stats {
 	int events_err = 1;
 	unsigned attached = 0; // SOCKBUF_GUARD_EV_* bits
 	uint64_t records = 0, restored_events = 0, restored_passes = 0;
+	// What became of what the rounds read: records whose socket had left
+	// (dropped), sockets read at or above their floor, failed clears of
+	// a pending mark.
+	uint64_t dropped = 0, not_below = 0, clear_failed = 0;
 };
 
 struct sampler_stats {

@@ -355,7 +355,10 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			      {"attached", g.attached},
 			      {"records", g.records},
 			      {"restored_events", g.restored_events},
-			      {"restored_passes", g.restored_passes}};
+			      {"restored_passes", g.restored_passes},
+			      {"dropped", g.dropped},
+			      {"not_below", g.not_below},
+			      {"clear_failed", g.clear_failed}};
 		drivers.push_back({{"driver", g.driver},
 				   {"arm", arm_name(g.a)},
 				   {"event_source", ev},

@@ -15,9 +15,13 @@ private_apt() {
 	[[ $BASE_SUITE == *-security ]] && mirror=$SOCKBUF_KMOD_SECURITY_MIRROR
 	mkdir -p "$root/lists/partial" "$root/cache/archives/partial"
 	echo "deb $mirror $BASE_SUITE main" >"$root/sources.list"
+	# Check-Valid-Until off: a frozen mirror or snapshot serves sid with
+	# a Release file past its Valid-Until, which apt then refuses; the
+	# signatures are still checked, and the pinned version is what the
+	# checks use (an older Release can only lack it).
 	APT_OPTS=(-o "Dir::Etc::sourcelist=$root/sources.list" -o Dir::Etc::sourceparts=-
 		-o "Dir::State::Lists=$root/lists" -o "Dir::Cache=$root/cache"
-		-o APT::Sandbox::User=root)
+		-o APT::Sandbox::User=root -o Acquire::Check-Valid-Until=false)
 }
 
 # Makes $BASE_TARBALL (the pinned version of the base's source package)

@@ -46,11 +46,11 @@ struct counters {
 
 struct event_source::state {
 	bpf_object *obj = nullptr;
-	bpf_link *links[2] = {nullptr, nullptr};
+	bpf_link *links[4] = {nullptr, nullptr, nullptr, nullptr};
 	ring_buffer *rb = nullptr;
 	int map_fd = -1, bss_fd = -1;
-	counters *bss = nullptr;		       // libbpf's mapping of .bss
-	int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // for after_fork()
+	counters *bss = nullptr;					// libbpf's mapping of .bss
+	int fds[12] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; // for after_fork()
 };
 
 event_source::~event_source()
@@ -73,6 +73,34 @@ int event_source::on_record(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+namespace
+{
+// The programs of bpf/guard_events.bpf.c and the kernel functions each
+// attaches to: the first of @names the kernel has (a function renamed
+// between kernels); @bit when it is the first, @alt_bit the second.
+struct attach_point {
+	const char *program;
+	const char *names[2];
+	unsigned int bit, alt_bit;
+};
+constexpr attach_point points[] = {
+    {"on_mem_raise", {"__sk_mem_raise_allocated", nullptr}, ev_mem_raise, 0},
+    // __tcp_check_space (7.x) before tcp_check_space (global before it,
+    // an inline wrapper since).
+    {"on_check_space",
+     {"__tcp_check_space", "tcp_check_space"},
+     ev_dunder_check_space,
+     ev_check_space},
+    {"on_frag_refill", {"sk_page_frag_refill", nullptr}, ev_frag_refill, 0},
+    // sk_stream_alloc_skb() became tcp_stream_alloc_skb() in 5.18.
+    {"on_alloc_skb",
+     {"tcp_stream_alloc_skb", "sk_stream_alloc_skb"},
+     ev_alloc_skb,
+     ev_sk_stream_alloc_skb},
+};
+constexpr size_t n_points = sizeof(points) / sizeof(points[0]);
+} // namespace
+
 int event_source::open()
 {
 	if (st_)
@@ -83,9 +111,6 @@ int event_source::open()
 	if (!caps::bpf_tracing_effective())
 		return -EPERM;
 	quiet_libbpf quiet;
-	// Which of the functions this kernel has: __tcp_check_space (7.x)
-	// is preferred to tcp_check_space (before it, global; later an inline
-	// wrapper).
 	errno = 0;
 	btf *vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux) {
@@ -94,15 +119,19 @@ int event_source::open()
 		const int err = errno_or(-ENOENT);
 		return err == -ESRCH ? -ENOENT : err;
 	}
-	const bool has_raise =
-	    btf__find_by_name_kind(vmlinux, "__sk_mem_raise_allocated", BTF_KIND_FUNC) > 0;
-	const char *check = nullptr;
-	if (btf__find_by_name_kind(vmlinux, "__tcp_check_space", BTF_KIND_FUNC) > 0)
-		check = "__tcp_check_space";
-	else if (btf__find_by_name_kind(vmlinux, "tcp_check_space", BTF_KIND_FUNC) > 0)
-		check = "tcp_check_space";
+	// Which of the functions this kernel has, per program: the first of
+	// its names that the kernel's BTF knows.
+	const char *target[n_points] = {};
+	bool any = false;
+	for (size_t k = 0; k < n_points; k++)
+		for (const char *name : points[k].names)
+			if (!target[k] && name &&
+			    btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0) {
+				target[k] = name;
+				any = true;
+			}
 	btf__free(vmlinux);
-	if (!has_raise && !check)
+	if (!any)
 		return -ENOENT;
 
 	st_ = new (std::nothrow) state;
@@ -116,18 +145,22 @@ int event_source::open()
 		close();
 		return err;
 	}
-	bpf_program *raise = bpf_object__find_program_by_name(st_->obj, "on_mem_raise");
-	bpf_program *space = bpf_object__find_program_by_name(st_->obj, "on_check_space");
+	bpf_program *progs[n_points] = {};
+	int err = 0;
+	for (size_t k = 0; k < n_points && err == 0; k++) {
+		progs[k] = bpf_object__find_program_by_name(st_->obj, points[k].program);
+		if (!progs[k])
+			err = -ENOENT;
+		else if (!target[k])
+			err = bpf_program__set_autoload(progs[k], false);
+		else
+			err = bpf_program__set_attach_target(progs[k], 0, target[k]);
+	}
 	bpf_map *map = bpf_object__find_map_by_name(st_->obj, "guarded");
 	bpf_map *ring = bpf_object__find_map_by_name(st_->obj, "ring");
 	bpf_map *bss = bpf_object__find_map_by_name(st_->obj, ".bss");
-	int err = (!raise || !space || !map || !ring || !bss) ? -ENOENT : 0;
-	if (err == 0 && !has_raise)
-		err = bpf_program__set_autoload(raise, false);
-	if (err == 0 && !check)
-		err = bpf_program__set_autoload(space, false);
-	else if (err == 0)
-		err = bpf_program__set_attach_target(space, 0, check);
+	if (err == 0 && (!map || !ring || !bss))
+		err = -ENOENT;
 	errno = 0;
 	if (err == 0 && bpf_object__load(st_->obj) != 0)
 		err = errno_or(-EINVAL);
@@ -145,15 +178,17 @@ int event_source::open()
 				err = errno_or(-EINVAL);
 		}
 	}
-	bpf_program *progs[2] = {raise, space};
-	const bool wanted[2] = {has_raise, check != nullptr};
-	for (int k = 0; k < 2 && err == 0; k++) {
-		if (!wanted[k])
+	unsigned int attached = 0;
+	for (size_t k = 0; k < n_points && err == 0; k++) {
+		if (!target[k])
 			continue;
 		errno = 0;
 		st_->links[k] = bpf_program__attach_trace(progs[k]);
 		if (!st_->links[k])
 			err = errno_or(-EINVAL);
+		else
+			attached |=
+			    target[k] == points[k].names[0] ? points[k].bit : points[k].alt_bit;
 	}
 	if (err == 0) {
 		errno = 0;
@@ -172,13 +207,12 @@ int event_source::open()
 	*f++ = st_->bss_fd;
 	*f++ = bpf_map__fd(ring);
 	*f++ = ring_buffer__epoll_fd(st_->rb);
-	for (int k = 0; k < 2; k++)
+	for (size_t k = 0; k < n_points; k++)
 		if (st_->links[k]) {
 			*f++ = bpf_program__fd(progs[k]);
 			*f++ = bpf_link__fd(st_->links[k]);
 		}
-	attached_ = (has_raise ? ev_mem_raise : 0u) |
-		    (check ? (check[0] == '_' ? ev_dunder_check_space : ev_check_space) : 0u);
+	attached_ = attached;
 	return 0;
 }
 

@@ -31,9 +31,12 @@ static_assert(sizeof(watched) == 12);
 
 // Which kernel functions the programs are attached to (attached()).
 enum : unsigned int {
-	ev_mem_raise = 1u << 0,		 // __sk_mem_raise_allocated
-	ev_check_space = 1u << 1,	 // tcp_check_space (before 7.x)
-	ev_dunder_check_space = 1u << 2, // __tcp_check_space
+	ev_mem_raise = 1u << 0,		  // __sk_mem_raise_allocated
+	ev_check_space = 1u << 1,	  // tcp_check_space (before 7.x)
+	ev_dunder_check_space = 1u << 2,  // __tcp_check_space
+	ev_frag_refill = 1u << 3,	  // sk_page_frag_refill
+	ev_alloc_skb = 1u << 4,		  // tcp_stream_alloc_skb
+	ev_sk_stream_alloc_skb = 1u << 5, // its name before 5.18
 };
 
 class event_source

@@ -558,12 +558,14 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * sockbuf_guard_totals.bpf_err. */
 #define SOCKBUF_GUARD_BPF (1u << 5)
 /* Wake on the kernel's cuts instead of polling for them: BPF programs on
- * the exit of __sk_mem_raise_allocated() (memory pressure, memcg limits)
- * and of tcp_check_space() or __tcp_check_space() (the send buffer's
- * reserve rule and growth) post each guarded socket found below its floor
- * to a ring buffer; the guard wakes on it and restores the sockets named,
- * through the same restore and identity check as a pass.  Passes become a
- * safety net for cuts made elsewhere (setsockopt, allocation failures):
+ * the exit of __sk_mem_raise_allocated() (memory pressure, memcg limits),
+ * of tcp_check_space() or __tcp_check_space() (the send buffer's reserve
+ * rule and growth), and of sk_page_frag_refill() and tcp_stream_alloc_skb()
+ * (sk_stream_alloc_skb() before 5.18; failed allocations) post each
+ * guarded socket found below its floor to a ring buffer; the guard wakes
+ * on it and restores the sockets named, through the same restore and
+ * identity check as a pass.  Passes become a safety net for cuts made
+ * elsewhere (setsockopt, kTLS offload, MPTCP, lost records):
  * every 1 s by default (sockbuf_guard_set_net_interval()), whatever the
  * interval given to sockbuf_guard_start() or sockbuf_guard_timerfd(),
  * which stays the polling interval where events are unavailable.  Needs
@@ -889,9 +891,12 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
 
 /* The kernel functions the event source is attached to
  * (sockbuf_guard_event_totals.attached). */
-#define SOCKBUF_GUARD_EV_MEM_RAISE (1u << 0)	      /* __sk_mem_raise_allocated */
-#define SOCKBUF_GUARD_EV_CHECK_SPACE (1u << 1)	      /* tcp_check_space */
-#define SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE (1u << 2) /* __tcp_check_space */
+#define SOCKBUF_GUARD_EV_MEM_RAISE (1u << 0)	       /* __sk_mem_raise_allocated */
+#define SOCKBUF_GUARD_EV_CHECK_SPACE (1u << 1)	       /* tcp_check_space */
+#define SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE (1u << 2)  /* __tcp_check_space */
+#define SOCKBUF_GUARD_EV_FRAG_REFILL (1u << 3)	       /* sk_page_frag_refill */
+#define SOCKBUF_GUARD_EV_ALLOC_SKB (1u << 4)	       /* tcp_stream_alloc_skb (5.18) */
+#define SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB (1u << 5) /* its name before 5.18 */
 
 /**
  * struct sockbuf_guard_event_totals - the event source, since

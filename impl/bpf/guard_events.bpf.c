@@ -13,6 +13,14 @@
 //       whichever the running kernel has): the reserve rule
 //       (tcp_should_expand_sndbuf(), 5.16) and tcp_sndbuf_expand() are
 //       static and run under it.
+//   sk_page_frag_refill()  a failed page allocation for the data of a
+//       send (tcp_sendmsg_locked(), kTLS, splice) moderates the buffer;
+//       exported on every kernel tested.
+//   tcp_stream_alloc_skb() / sk_stream_alloc_skb() (5.18 renamed it;
+//       user space attaches to whichever the kernel has): a failed skb
+//       allocation enters memory pressure and moderates the buffer.
+// The last two run on every send of every socket: the max_snd/max_rcv
+// test below ends almost all of those calls before any map lookup.
 //
 // After the call each looks the socket up by its inode in the map of
 // guarded sockets, and if a direction is below its floor and no record
@@ -102,6 +110,18 @@ int on_mem_raise(unsigned long long *ctx)
 
 SEC("fexit/tcp_check_space")
 int on_check_space(unsigned long long *ctx)
+{
+	return look((struct sock *)ctx[0]);
+}
+
+SEC("fexit/sk_page_frag_refill")
+int on_frag_refill(unsigned long long *ctx)
+{
+	return look((struct sock *)ctx[0]);
+}
+
+SEC("fexit/tcp_stream_alloc_skb")
+int on_alloc_skb(unsigned long long *ctx)
 {
 	return look((struct sock *)ctx[0]);
 }

@@ -130,10 +130,19 @@ TEST(GuardEvents, AttachesToTheCuttingFunctions)
 	EXPECT_TRUE(t.attached & SOCKBUF_GUARD_EV_MEM_RAISE);
 	EXPECT_TRUE(t.attached &
 		    (SOCKBUF_GUARD_EV_CHECK_SPACE | SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE));
-	std::printf("attached:%s%s%s\n",
+	// The allocation failures' paths: on every kernel of the matrix
+	// (5.10 has sk_stream_alloc_skb, later ones tcp_stream_alloc_skb).
+	EXPECT_TRUE(t.attached & SOCKBUF_GUARD_EV_FRAG_REFILL);
+	EXPECT_TRUE(t.attached &
+		    (SOCKBUF_GUARD_EV_ALLOC_SKB | SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB));
+	std::printf("attached:%s%s%s%s%s%s\n",
 		    t.attached & SOCKBUF_GUARD_EV_MEM_RAISE ? " __sk_mem_raise_allocated" : "",
 		    t.attached & SOCKBUF_GUARD_EV_CHECK_SPACE ? " tcp_check_space" : "",
-		    t.attached & SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE ? " __tcp_check_space" : "");
+		    t.attached & SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE ? " __tcp_check_space" : "",
+		    t.attached & SOCKBUF_GUARD_EV_FRAG_REFILL ? " sk_page_frag_refill" : "",
+		    t.attached & SOCKBUF_GUARD_EV_ALLOC_SKB ? " tcp_stream_alloc_skb" : "",
+		    t.attached & SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB ? " sk_stream_alloc_skb"
+								      : "");
 }
 
 // The thread driver: after its first (full) pass the safety net is 60 s

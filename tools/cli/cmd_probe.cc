@@ -31,7 +31,10 @@ guard_events probe_guard_events()
 		const std::pair<unsigned int, const char *> names[] = {
 		    {SOCKBUF_GUARD_EV_MEM_RAISE, "__sk_mem_raise_allocated"},
 		    {SOCKBUF_GUARD_EV_CHECK_SPACE, "tcp_check_space"},
-		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"}};
+		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"},
+		    {SOCKBUF_GUARD_EV_FRAG_REFILL, "sk_page_frag_refill"},
+		    {SOCKBUF_GUARD_EV_ALLOC_SKB, "tcp_stream_alloc_skb"},
+		    {SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB, "sk_stream_alloc_skb"}};
 		for (const auto &[bit, name] : names)
 			if (t.attached & bit)
 				ev.attached +=

@@ -14,8 +14,9 @@
 //
 // With --bpf-stats (a kernel-wide switch, BPF_ENABLE_STATS: for a qemu
 // guest, not a shared machine) each "on" round also prints the programs'
-// own run count and time (run_cnt, run_time_ns of on_mem_raise and
-// on_check_space, found by name among the loaded programs) and their
+// own run count and time (run_cnt, run_time_ns of on_mem_raise,
+// on_check_space, on_frag_refill and on_alloc_skb, found by name among
+// the loaded programs) and their
 // share of the round's CPU time: a figure that does not drown in the
 // noise of a busy host the way an A/B of throughput does.  It leaves out
 // the trampoline's own entry and exit.
@@ -117,7 +118,9 @@ void prog_stats(uint64_t *cnt, uint64_t *ns)
 		uint32_t len = sizeof(info);
 		if (bpf_obj_get_info_by_fd(f, &info, &len) == 0 &&
 		    (strcmp(info.name, "on_mem_raise") == 0 ||
-		     strcmp(info.name, "on_check_space") == 0)) {
+		     strcmp(info.name, "on_check_space") == 0 ||
+		     strcmp(info.name, "on_frag_refill") == 0 ||
+		     strcmp(info.name, "on_alloc_skb") == 0)) {
 			*cnt += info.run_cnt;
 			*ns += info.run_time_ns;
 		}

@@ -853,12 +853,11 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 // pass.  Caller holds pass_mu_ and mu_.
 bool floor_guard::clear_mark(uint32_t ino, const entry &e)
 {
-	if (ev_.clear(ino, e.floor.snd, e.floor.rcv) == 0)
-		return true;
-	ev_stats_.clear_failed++;
-	if (ev_.clear(ino, e.floor.snd, e.floor.rcv) == 0)
-		return true;
-	ev_stats_.clear_failed++;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (ev_.clear(ino, e.floor.snd, e.floor.rcv) == 0)
+			return true;
+		ev_stats_.clear_failed++;
+	}
 	try {
 		ev_unclear_.push_back(ino);
 	} catch (const std::bad_alloc &) {

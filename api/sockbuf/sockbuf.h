@@ -573,6 +573,14 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * (Linux 5.8) and a library built with libbpf; where any is missing the
  * guard polls as without the flag and sockbuf_guard_events() says why. */
 #define SOCKBUF_GUARD_EVENTS (1u << 6)
+/* How long a cut that the event programs saw may leave a buffer below its
+ * floor, in microseconds, from the exit of the kernel function that made
+ * it to the guard's write that restores it, besides the scheduler's share:
+ * how late the guard's thread runs, which the guard measures on its own
+ * passes (max_late_us of sockbuf_guard_totals).  The contract suite
+ * checks every such cut against this plus that lateness, timed on the
+ * kernel's clock (docs/contract.md, "The floor judge"). */
+#define SOCKBUF_GUARD_EVENT_BOUND_US 10000
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
  * sockbuf_guard_totals.source. */

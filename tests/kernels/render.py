@@ -551,6 +551,8 @@ def render(results, summary):
         L.append("## Floor guard: time under the floor per dip, event against poll")
         L.append("")
         L.extend(dips)
+    # Its own heading: results from before the floor judge add nothing.
+    L.extend(render_floor_judge(results))
     tests = render_guest_tests(results)
     if tests:
         L.append("## The floor guard's BPF and event tests in each guest")
@@ -635,6 +637,79 @@ def render_guard_dips(results):
             "| kernel | scenario | driver | sockets | dips | p50 | p99 | max | bound | "
             "late | busy | event source |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+
+
+# The floor judge's modes, in the order the guard drivers are named.
+JUDGE_MODES = ("thread", "timerfd", "events", "reserve")
+
+
+def judge_cell(m, key):
+    """One integer figure of a judged mode, "-" where the suite left it out."""
+    v = m.get(key)
+    return "-" if v is None else "%d" % v
+
+
+def render_floor_judge(results):
+    """Per kernel, per contract scenario with a floor judge, per guard mode
+    that held sockets: each dip's time under the floor on the kernel's clock
+    (floor_judge), or the sampler's upper bound where the kernel clock could
+    not attach; the functions it attached to and why a kernel fell back."""
+    rows, notes = [], []
+    for r in results:
+        c = (r.get("sections") or {}).get("contract")
+        if not isinstance(c, dict):
+            continue
+        # First-seen order: the list below must not shuffle between runs.
+        fns, whys = [], []
+        for sc in c.get("scenarios", []):
+            fj = sc.get("floor_judge")
+            if not isinstance(fj, dict):
+                continue
+            clock = fj.get("clock", "?")
+            if clock == "kernel":
+                fns += [f for f in fj.get("functions", []) if f not in fns]
+                missed = fj.get("missed", 0)
+                clock_cell = "kernel (%d missed)" % missed if missed else "kernel"
+            else:
+                why = fj.get("why")
+                if why and why not in whys:
+                    whys.append(why)
+                clock_cell = clock
+            for mode in JUDGE_MODES:
+                m = fj.get(mode)
+                if not isinstance(m, dict):
+                    continue
+                # Only events and reserve restore on a kernel record.
+                rec = judge_cell(m, "restored_by_record") if mode in ("events", "reserve") else "-"
+                v = m.get("verdict", "?")
+                rows.append("| %s |" % " | ".join(esc(x) for x in (
+                    r["name"], sc.get("name"), clock_cell, mode, judge_cell(m, "sockets"),
+                    judge_cell(m, "dips"), judge_cell(m, "p50_us"), judge_cell(m, "p99_us"),
+                    judge_cell(m, "max_us"), judge_cell(m, "bound_us"),
+                    judge_cell(m, "late_us"), rec, v if v == "pass" else "**%s**" % v)))
+        parts = []
+        if fns:
+            parts.append("kernel clock at the exit of %s" % ", ".join("`%s`" % f for f in fns))
+        if whys:
+            parts.append("sampled clock: %s" % "; ".join(whys))
+        if parts:
+            notes.append("- %s: %s." % (r["name"], "; ".join(parts)))
+    if not rows:
+        return []
+    return ["## Time under the floor per dip, kernel clock", "",
+            "Each dip of a guarded buffer under its floor, from the moment the kernel left "
+            "it below (the exit of the function that lowered it) to the moment a write "
+            "brought it back, on the kernel's clock, µs; nearest-rank percentiles.  Rows "
+            "whose clock is sampled are upper bounds: from the last sample above the floor "
+            "to the first sample above it after the dip.  bound: the mode's documented "
+            "bound.  late: the guard's own measured lateness, the longest.  by record: dips "
+            "restored on a kernel record (events, reserve).  A mode fails on a dip longer "
+            "than its bound, or, for events and reserve, on cuts none of which a record "
+            "restored.", "",
+            "| kernel | scenario | clock | mode | sockets | dips | p50 | p99 | max | bound | "
+            "late | by record | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""] + \
+        (notes + [""] if notes else [])
 
 
 def gtest_counts(doc):

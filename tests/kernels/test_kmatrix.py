@@ -395,6 +395,68 @@ class RenderTest(unittest.TestCase):
         self.assertIn("| 300.0 | 240.0 | 0.50 % | events (__sk_mem_raise_allocated): "
                       "30 records (3/s), 3 restored", out)
 
+    def judged(self, *scenarios):
+        """A result whose contract scenarios carry these floor judges."""
+        r = self.result()
+        r["sections"]["contract"] = self.contract(
+            [self.scenario(name, floor_judge=fj) for name, fj in scenarios])
+        r["section_rc"]["contract"] = 0
+        return r
+
+    def judge_mode(self, dips, mx, verdict="pass", **kw):
+        return dict({"sockets": 2, "dips": dips, "p50_us": 120, "p99_us": mx, "max_us": mx,
+                     "bound_us": 20500, "late_us": 400, "verdict": verdict}, **kw)
+
+    def test_floor_judge_kernel_clock_rows_in_microseconds(self):
+        fj = {"clock": "kernel", "why": "fexit on the lowering functions",
+              "functions": ["__sk_mem_raise_allocated", "sock_setsockopt"], "missed": 0,
+              "thread": self.judge_mode(3, 900),
+              "events": self.judge_mode(5, 30000, "fail", restored_by_record=0,
+                                        cuts_by_function={"__sk_mem_raise_allocated": 4})}
+        out = render.render([self.judged(("pressure", fj))], None)
+        self.assertIn("## Time under the floor per dip, kernel clock", out)
+        self.assertIn("| 9.9 | pressure | kernel | thread | 2 | 3 | 120 | 900 | 900 | 20500 "
+                      "| 400 | - | pass |", out)
+        self.assertIn("| 9.9 | pressure | kernel | events | 2 | 5 | 120 | 30000 | 30000 | "
+                      "20500 | 400 | 0 | **fail** |", out)
+        # Only the modes that held sockets get a row.
+        self.assertNotIn("| pressure | kernel | timerfd |", out)
+        self.assertIn("- 9.9: kernel clock at the exit of `__sk_mem_raise_allocated`, "
+                      "`sock_setsockopt`.", out)
+
+    def test_floor_judge_sampled_clock_says_why_once(self):
+        why = "fexit refused: Operation not permitted"
+        fj = lambda: {"clock": "sampled", "why": why,
+                      "reserve": self.judge_mode(1, 8000, restored_by_record=1,
+                                                 cuts_by_function={})}
+        out = render.render([self.judged(("bulk", fj()), ("pressure", fj()))], None)
+        self.assertIn("| 9.9 | bulk | sampled | reserve | 2 | 1 | 120 | 8000 | 8000 | 20500 "
+                      "| 400 | 1 | pass |", out)
+        self.assertIn("| 9.9 | pressure | sampled | reserve |", out)
+        self.assertIn("- 9.9: sampled clock: %s." % why, out)
+        self.assertEqual(out.count(why), 1)
+
+    def test_floor_judge_counts_the_dips_the_kernel_clock_missed(self):
+        fj = {"clock": "kernel", "why": "w", "functions": ["__sk_mem_raise_allocated"],
+              "missed": 2, "timerfd": self.judge_mode(4, 700)}
+        out = render.render([self.judged(("parallel", fj))], None)
+        self.assertIn("| 9.9 | parallel | kernel (2 missed) | timerfd | 2 | 4 | 120 | 700 |",
+                      out)
+        fj["missed"] = 0
+        out = render.render([self.judged(("parallel", fj))], None)
+        self.assertIn("| 9.9 | parallel | kernel | timerfd |", out)
+        self.assertNotIn("missed)", out)
+
+    def test_no_floor_judge_no_section(self):
+        fj = {"clock": "kernel", "thread": self.judge_mode(1, 100)}
+        r = self.judged(("bulk", fj))
+        self.assertIn("## Time under the floor per dip, kernel clock", render.render([r], None))
+        # Results from before the judge render as they did: no heading, no
+        # extra lines.
+        del r["sections"]["contract"]["scenarios"][0]["floor_judge"]
+        self.assertEqual(render.render_floor_judge([r]), [])
+        self.assertNotIn("kernel clock", render.render([r], None))
+
     def test_guest_tests_count_failures_and_skips(self):
         r = self.result()
         r["sections"]["unit"] = {"testsuites": [{"name": "GuardEvents", "testsuite": [

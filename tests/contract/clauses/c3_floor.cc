@@ -4,28 +4,26 @@
 //
 // Raw: a socket set up with setsockopt + SO_BUF_LOCK 0 and left alone; no
 // sample (getsockopt or inet_diag) may read under min(request, effective).
-// Library: sockbuf_set_initial_bufsize plus the library's floor guard,
-// driven by its own thread or by a timerfd in a poll() loop (guard.h);
-// a dip (one buffer, both sources, first to last sample under the floor)
-// is allowed only if it lasted no longer than the bound of the socket's
-// driver (repair_bound_us_of: interval, longest pass, and how late the
-// guard's passes began, at least a scheduling allowance), and the buffer ends at or above the floor
-// (read after the drivers stopped, before anything restores it). The library half has a time bound,
-// so it can only pass when each socket's samples are closer together than the bound of the guard
-// that holds it (the thread driver's bound is not the events driver's): a longer gap could hide a
-// dip the guard never repaired, and the verdict is then "unverified". Library, reserve mode:
-// sockbuf_set_initial_bufsize with SOCKBUF_F_RESERVE_MEM, then a floor guard made with
-// SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_EVENTS, its safety net at the
-// polling interval.  The promise is the guard's, "restored within one
-// interval plus one pass", judged like the guarded arm against the bound
-// of that guard: on 5.16+ the kernel's reserve rule
-// (tcp_should_expand_sndbuf()) sets a reserved socket's send buffer to the
-// unused reservation under TCP memory pressure, below any floor a
+// Library: sockbuf_set_initial_bufsize plus the library's floor guard in
+// each of its modes (guard.h): every dip of a guarded buffer is held to
+// the promise of the mode that guarded it (harness/floor_judge.h), timed
+// on the kernel's clock where the suite's programs load, else between the
+// samples around it.  With the samples only, a dip seen longer than its
+// bound fails, one whose upper bound alone is past it leaves the verdict
+// "unverified", and so do samples further apart than the bound (a dip
+// could hide between them).  The buffer must also end at or above the
+// floor (read after the guards stopped, before anything restores it).
+// Reserve mode (SOCKBUF_F_RESERVE_MEM, then a guard made with
+// SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_EVENTS in its default
+// configuration) is an events guard: on 5.16+ the kernel's reserve rule
+// (tcp_should_expand_sndbuf()) sets a reserved socket's send buffer to
+// the unused reservation under TCP memory pressure, below any floor a
 // reservation of a few floors can keep (docs/contract.md, "Reserve
 // mode"), so "never below" is not a promise the library can make.
 #include "clauses.h"
 #include "common.h"
 #include "dips.h"
+#include "floor_judge.h"
 
 #include <cstring>
 #include <utility>
@@ -93,23 +91,6 @@ void add_c3_violation(half_verdict *h, const scenario_result &r, const socket_re
 	h->violations.back().mem = s.first_below_mem;
 }
 
-// The guard of a lib_initial or lib_reserve socket; a result without
-// per-driver figures (older, or a guard that never started) has the sum.
-const guard_stats &guard_of(const scenario_result &r, arm a, guard_driver d)
-{
-	for (const auto &g : r.guards)
-		if (g.a == a && g.driver == driver_name(d))
-			return g;
-	return r.guard;
-}
-
-// "events driver" or "reserve mode's events driver".
-std::string guard_name(arm a, const std::string &driver)
-{
-	return a == arm::lib_reserve ? fmt::format("reserve mode's {} driver", driver)
-				     : fmt::format("{} driver", driver);
-}
-
 // One direction of a socket, both sources together.
 struct named_dir {
 	const dip_log *log;
@@ -141,31 +122,50 @@ std::vector<named_dir> dirs_of(const socket_record &s)
 	return out;
 }
 
-// "thread driver on 2 sockets (bound 51.0 ms): 3 dips, p50/p99/max
-// 0.5/1.2/1.2 ms, 3 restores; timerfd driver ...": which driver each
-// figure judged.
-std::string drivers_text(const scenario_result &r)
+// "kernel clock (fexit on ...); thread on 2 sockets (bound 21.3 ms, late
+// 1.3 ms): 3 dips, p50/p99/max 0.120/0.900/0.900 ms, 3 restores; ...":
+// which clock, and what each mode's figures were held to.
+std::string modes_text(const scenario_result &r, const floor_judgment &fj)
 {
-	std::string out;
-	for (const auto &g : r.guards) {
-		dip_summary ds = dips_of(r, g.a, driver_from_name(g.driver));
-		// Lateness past the allowance widened the bound: say so.
-		const std::string late =
-		    g.max_late_us > guard_sched_allowance_us
-			? fmt::format(", passes up to {:.1f} ms late", double(g.max_late_us) / 1e3)
-			: "";
-		out += fmt::format(
-		    "{}{} on {} sockets (bound {:.1f} ms{}): ", out.empty() ? "" : "; ",
-		    guard_name(g.a, g.driver), g.sockets, double(g.bound_us) / 1e3, late);
-		if (ds.count)
-			out += fmt::format("{} dips, p50/p99/max {:.1f}/{:.1f}/{:.1f} ms under, ",
-					   ds.count, double(ds.p50_us) / 1e3,
-					   double(ds.p99_us) / 1e3, double(ds.max_us) / 1e3);
+	std::string out = fj.kernel ? fmt::format("kernel clock ({})", fj.why)
+				    : fmt::format("sampled clock, upper bounds ({})", fj.why);
+	if (fj.missed)
+		out += fmt::format(", {} dips seen only by the samples", fj.missed);
+	for (const auto &m : fj.modes) {
+		const guard_stats *g = nullptr;
+		for (const auto &x : r.guards)
+			if (x.a == m.a && x.driver == driver_name(m.d))
+				g = &x;
+		out += fmt::format("; {} on {} sockets (", m.mode, m.sockets);
+		if (m.events_on)
+			out += fmt::format("event bound {:.1f} ms, safety net {:.1f} ms",
+					   double(m.bound_us) / 1e3, double(m.net_bound_us) / 1e3);
+		else
+			out += fmt::format("bound {:.1f} ms", double(m.bound_us) / 1e3);
+		out += fmt::format(", late {:.1f} ms): ", double(m.late_us) / 1e3);
+		if (m.dips.count)
+			out +=
+			    fmt::format("{} dips, p50/p99/max {:.3f}/{:.3f}/{:.3f} ms under, ",
+					m.dips.count, double(m.dips.p50_us) / 1e3,
+					double(m.dips.p99_us) / 1e3, double(m.dips.max_us) / 1e3);
 		else
 			out += "none under the floor, ";
-		out += fmt::format("{} restores by the library's guard", g.restores);
+		out += fmt::format("{} restores by the library's guard", g ? g->restores : 0);
+		if (m.events_on)
+			out += fmt::format(" ({} on a record)", m.restored_by_record);
 	}
-	return out.empty() ? "no floor guard ran" : out;
+	return fj.modes.empty() ? out + "; no floor guard ran" : out;
+}
+
+// The bound a socket's samples are held to when only they can show a
+// dip: its mode's, or the safety net's where events drive the guard (the
+// samples cannot say where a cut was made).
+int64_t sampled_bound(const floor_judgment &fj, const socket_record &s)
+{
+	for (const auto &m : fj.modes)
+		if (m.a == s.a && m.d == s.driver)
+			return m.events_on ? m.net_bound_us : m.bound_us;
+	return 0;
 }
 
 } // namespace
@@ -173,9 +173,7 @@ std::string drivers_text(const scenario_result &r)
 verdict judge_c3(const scenario_result &r)
 {
 	verdict v = make_verdict("C3", r);
-	// With no guarded socket to judge gaps by, the shortest bound of the
-	// drivers (r.guard sums them up).
-	const int64_t bound = repair_bound_us_of(r.guard);
+	const floor_judgment fj = judge_floors(r);
 	uint64_t samples = 0;
 	// Raw has no time bound (any sample under the floor fails it); its
 	// longest gap is stated so that a reader sees how short a dip could
@@ -230,28 +228,14 @@ verdict judge_c3(const scenario_result &r)
 				widen(&mine, nt.t->max_gap_us,
 				      fmt::format("{} {}", s.name, nt.what));
 		}
-		// A dip is judged per direction, over both sources, against
-		// the bound of the guard that held this socket; so are its gaps.
-		const std::string gn = guard_name(s.a, driver_name(s.driver));
-		const int64_t b = repair_bound_us_of(guard_of(r, s.a, s.driver));
-		for (const auto &d : dirs_of(s)) {
-			const dip &longest = d.log->longest();
-			if (d.floor <= 0 || longest.first_us < 0 || longest.us() <= b)
-				continue;
-			add_c3_violation(&v.lib, r, s,
-					 fmt::format("{} ({}) under the floor for {:.1f} ms ({}, "
-						     "bound {:.1f} ms)",
-						     d.name, d.sources, double(longest.us()) / 1e3,
-						     gn, double(b) / 1e3),
-					 double(longest.first_us) / 1e3, d.lowest, d.floor);
-		}
 		if (seen == 0)
 			widen(&mine, int64_t(r.seconds * 1e6),
 			      fmt::format("{} (never sampled)", s.name));
 		// The scenario's widest gap is the widest of its sockets'; it
 		// already holds the cycles' gap under its own name.
 		widen(&gap, mine.us, mine.where);
-		tight.offer(mine.us, b, mine.where, gn);
+		const std::string gn = mode_name(s.a, s.driver);
+		tight.offer(mine.us, sampled_bound(fj, s), mine.where, gn);
 		if (s.after.taken && s.snd.floor > 0 && s.after.gs_snd < s.snd.floor)
 			add_c3_violation(&v.lib, r, s, fmt::format("SO_SNDBUF at the end ({})", gn),
 					 -1, s.after.gs_snd, s.snd.floor);
@@ -261,6 +245,44 @@ verdict judge_c3(const scenario_result &r)
 	};
 	n = for_arm(r, arm::lib_initial, guarded);
 	const int n_reserve = for_arm(r, arm::lib_reserve, guarded);
+	// Each dip past its mode's bound, with the lowest value the samples
+	// read under the floor in that direction (-1: they never saw it).
+	std::vector<const judged_dip *> unproven;
+	for (const auto &m : fj.modes) {
+		for (const auto &j : m.over) {
+			int64_t lowest = -1;
+			int floor = 0;
+			std::string srcs;
+			for (const auto &d : dirs_of(*j.s))
+				if (std::strcmp(d.name, j.dir) == 0) {
+					lowest = d.lowest;
+					floor = d.floor;
+					srcs = d.sources.empty() ? "" : " (" + d.sources + ")";
+				}
+			add_c3_violation(
+			    &v.lib, r, *j.s,
+			    fmt::format(
+				"{}{} under the floor for {:.3f} ms ({}, bound {:.1f} ms, {})",
+				j.dir, srcs, double(j.seen_us >= 0 ? j.seen_us : j.us) / 1e3,
+				m.mode, double(j.bound_us) / 1e3, j.how),
+			    double(j.start_us) / 1e3, lowest, floor);
+		}
+		for (const auto &j : m.unproven)
+			unproven.push_back(&j);
+		if (m.no_record_restores)
+			v.lib.violations.push_back(
+			    {"C3",
+			     r.name,
+			     fmt::format("floor guard ({})", m.mode),
+			     fmt::format(
+				 "{} cuts at watched functions were written back, none on a "
+				 "record",
+				 m.written_back),
+			     -1,
+			     int64_t(m.restored_by_record),
+			     1,
+			     {}});
+	}
 	if (r.guard.restore_errors)
 		v.lib.violations.push_back({"C3",
 					    r.name,
@@ -272,14 +294,15 @@ verdict judge_c3(const scenario_result &r)
 					    {}});
 	std::string why = fmt::format("{} sockets, {} samples (gaps up to {:.1f} ms){}", n, samples,
 				      double(gap.us) / 1e3, sources);
-	why += "; " + drivers_text(r);
+	why += "; " + modes_text(r, fj);
 	if (n_reserve)
 		why += fmt::format("; reserve mode: {} sockets, {} with SO_RESERVE_MEM in force",
 				   n_reserve, reserved);
 	if (unreserved)
 		why += fmt::format(" ({} without: {})", unreserved, std::strerror(-reserve_err));
 	if (n_reserve) {
-		// Where the dips were: the promise differs with the reservation.
+		// Where the samples saw dips: the promise differs with the
+		// reservation.
 		const dip_summary in = dips_of(r, arm::lib_reserve, std::nullopt, true);
 		const dip_summary out = dips_of(r, arm::lib_reserve, std::nullopt, false);
 		why += fmt::format("; dips: {} with the reservation in force (max {:.1f} ms), {} "
@@ -288,14 +311,21 @@ verdict judge_c3(const scenario_result &r)
 				   double(out.max_us) / 1e3);
 	}
 	settle(&v.lib, n + n_reserve, why, "no library sockets");
-	// The figures a reader (and kmatrix/outcome.py) checks the verdict
-	// by: the tightest socket's gap and its own guard's bound.  Without
-	// guarded sockets, the widest gap against the drivers' shortest bound.
 	if (tight.gap_us < 0)
-		tight.offer(gap.us, bound, gap.where, "the shortest of the drivers' bounds");
+		tight.offer(gap.us, 0, gap.where, "no guarded socket");
 	v.lib.gap_ms = double(tight.gap_us) / 1e3;
 	v.lib.bound_ms = double(tight.bound_us) / 1e3;
-	if (v.lib.o == outcome::pass && tight.past()) {
+	if (v.lib.o != outcome::pass || fj.kernel)
+		return v; // the kernel's clock saw every dip: gaps hide nothing
+	if (!unproven.empty()) {
+		const judged_dip &j = *unproven.front();
+		v.lib.o = outcome::unverified;
+		v.lib.why = fmt::format(
+		    "{} dips could have outlasted their bound: {} {} under the floor for {:.1f} to "
+		    "{:.1f} ms between samples ({} bound {:.1f} ms); seen: {}",
+		    unproven.size(), j.s->name, j.dir, double(j.seen_us) / 1e3, double(j.us) / 1e3,
+		    mode_name(j.s->a, j.s->driver), double(j.bound_us) / 1e3, why);
+	} else if (tight.past()) {
 		v.lib.o = outcome::unverified;
 		v.lib.why =
 		    fmt::format("samples up to {:.1f} ms apart ({}), longer than the {:.0f} ms "

@@ -7,6 +7,8 @@
 
 #include "model.h"
 
+#include <sockbuf/sockbuf.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -39,33 +41,29 @@ verdict judge_integrity(const scenario_result &r);
 // locked arm, which must fail).
 half_verdict judge_growth(const scenario_result &r, arm a);
 
-// How long a library-guarded buffer may stay under its floor before the
-// guard's restore counts as too late: the documented bound, one period of
-// the guard's passes plus its longest pass (max_pass_ns of
-// sockbuf_guard_stats(); a cut just after the pass read the socket waits
-// for the next pass to reach it), plus the time the thread that runs the
-// passes was scheduled late.  The period is the interval, or more when
-// passes are long: the library's thread rests at least as long as a pass
-// took (it never takes more than half a core), so it is twice the longest
-// pass there; the caller's loop around sockbuf_guard_timerfd() passes
-// again as soon as it can (@rests false).  Both threads run with an
-// application's ordinary scheduling, which the library cannot promise
-// away on a loaded machine: the guard measures how late its due passes
-// began (max_late_us of sockbuf_guard_stats()), and the bound allows
-// that, or this allowance where the guard saw less (a pass can be due and
-// not yet begun when the run ends, unmeasured).  Recorded per scenario
-// and driver as guard_stats.bound_us.
-inline constexpr int64_t guard_sched_allowance_us = 50'000;
+// How long a library-guarded buffer may stay under its floor when a
+// polling guard holds it: the documented bound, one period of the guard's
+// passes plus its longest pass (max_pass_ns of sockbuf_guard_stats(); a
+// cut just after the pass read the socket waits for the next pass to
+// reach it), plus how late the guard measured its own due passes
+// (max_late_us of sockbuf_guard_stats(): the guard runs as an
+// application's thread does, and the scheduler's share is the machine's,
+// reported apart as late_us, never a fixed allowance).  The period is the
+// interval, or more when passes are long: the library's thread rests at
+// least as long as a pass took (it never takes more than half a core), so
+// it is twice the longest pass there; the caller's loop around
+// sockbuf_guard_timerfd() passes again as soon as it can (@rests false).
+// Recorded per scenario and driver as guard_stats.bound_us; for an events
+// guard it is the safety net's bound (its interval).
 inline int64_t repair_bound_us(int64_t interval_us, int64_t max_pass_us, int64_t max_late_us,
 			       bool rests = true)
 {
 	const int64_t period = std::max(interval_us, (rests ? 2 : 1) * max_pass_us);
-	return period + max_pass_us + std::max(guard_sched_allowance_us, max_late_us);
+	return period + max_pass_us + max_late_us;
 }
-// The bound of a result that predates guard_stats.bound_us.
-inline int64_t repair_bound_us_of(const guard_stats &g)
-{
-	return g.bound_us > 0 ? g.bound_us : guard_sched_allowance_us;
-}
+
+// How long a cut that an events guard's programs saw may last: the
+// header's SOCKBUF_GUARD_EVENT_BOUND_US.
+inline constexpr int64_t guard_event_bound_us = SOCKBUF_GUARD_EVENT_BOUND_US;
 
 } // namespace sockbuf::contract

@@ -40,7 +40,7 @@ dip_summary dips_of(const scenario_result &r, arm a, std::optional<guard_driver>
 			continue;
 		for (const dip_log *l : {&s.snd_dips, &s.rcv_dips}) {
 			for (const auto &d : l->dips)
-				us.push_back(d.us());
+				us.push_back(d.seen_us());
 			dropped += l->dropped;
 		}
 	}

@@ -50,13 +50,8 @@ floor_guard::floor_guard(std::vector<socket_record> *sockets, arm a, guard_drive
 		note_error("sockbuf_guard_new", id_);
 		return;
 	}
-	// Reserve mode promises one interval plus one pass with events or
-	// without: its safety net runs at the interval.
-	if (a == arm::lib_reserve) {
-		int ret = sockbuf_guard_set_net_interval(id_, interval_us_);
-		if (ret < 0)
-			note_error("sockbuf_guard_set_net_interval", ret);
-	}
+	// Reserve mode in its default configuration: the safety net at the
+	// library's default interval, as a user gets it.
 	for (const auto &s : *sockets) {
 		if (s.a != a || s.driver != d || s.r == role::listener || s.fd < 0 ||
 		    (s.snd.floor == 0 && s.rcv.floor == 0))

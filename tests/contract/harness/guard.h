@@ -14,9 +14,8 @@
 //   event source does not load it polls at the interval, and says why.
 //
 // The lib_reserve arm has a guard of its own: SOCKBUF_GUARD_RESERVE_MEM
-// and SOCKBUF_GUARD_EVENTS, its safety net at the interval (reserve
-// mode's promise, docs/contract.md: restored within one interval plus
-// one pass, whether events load or not).
+// and SOCKBUF_GUARD_EVENTS in their default configuration (the safety net
+// every 1 s), held to the events promise (harness/floor_judge.h).
 //
 // Neither driver's thread gets the sampler's real-time scheduling: both run
 // as an application's threads run.  This adapter registers the sockets,
@@ -50,10 +49,10 @@ public:
 	// run, after the end-state reading).
 	void last_pass();
 	// The library's totals so far, with the bound: how long a dip may
-	// last under this guard, the documented one interval (the safety
-	// net's while events drive it) plus the longest pass (max_pass_ns of
-	// the library's totals), plus how late its due passes began, at
-	// least the scheduling allowance (clauses.h, repair_bound_us()).
+	// last under this guard's passes, the documented one interval (the
+	// safety net's while events drive it) plus the longest pass
+	// (max_pass_ns of the library's totals), plus how late its due passes
+	// began (clauses.h, repair_bound_us()).
 	guard_stats stats() const;
 	int sockets() const { return sockets_; }
 

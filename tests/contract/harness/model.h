@@ -78,13 +78,22 @@ struct track {
 	void end(int64_t t_us);	  // sampling stopped at @t_us
 };
 
-// One dip of one buffer (a socket direction) under its floor: the times of
-// its first and last sample under the floor, from either source.  Its
-// length, last - first, is a lower bound on the time below (a sampler
-// that reads slowly cannot inflate it).
+// One dip of one buffer (a socket direction) under its floor, as the
+// samples saw it: the times of its first and last sample under the floor,
+// from either source, and of the samples at or above it around them.
+// Its length is bounded both ways: last - first (seen_us()) is a lower
+// bound (a slow sampler cannot inflate it), and from the last sample
+// above before it to the first above after it (us()) an upper bound (a
+// slow sampler cannot hide it).  A dip at the first sample starts at the
+// traffic's start; one still open when sampling stopped ends there.
 struct dip {
 	int64_t first_us = -1, last_us = -1;
-	int64_t us() const { return last_us - first_us; }
+	int64_t before_us = -1, after_us = -1; // -1: none (start, end of sampling)
+	int64_t seen_us() const { return last_us - first_us; }
+	int64_t us() const
+	{
+		return (after_us >= 0 ? after_us : last_us) - (before_us >= 0 ? before_us : 0);
+	}
 };
 
 // The dips of one buffer, over both sources (getsockopt and inet_diag
@@ -101,12 +110,48 @@ public:
 	dip open;	       // first_us < 0: none open
 	int64_t above_us = -1; // a sample at or above the floor after open
 	void note(int64_t t_us, bool below);
-	void end(); // closes the open dip (sampling stopped)
-	// The longest dip, kept or not (first_us < 0: none).
+	void end(int64_t t_us); // closes the open dip (sampling stopped at @t_us)
+	// The longest dip by its upper bound, kept or not (first_us < 0: none).
 	const dip &longest() const { return longest_; }
+	// The longest by its lower bound.
+	const dip &longest_seen() const { return longest_seen_; }
 
 private:
-	dip longest_;
+	void close(int64_t after_us);
+	dip longest_, longest_seen_;
+	// The last two times a cycle read the buffer at or above the floor
+	// with no dip open (one source may read above and the other under in
+	// the same cycle: under wins, and the dip starts after the one before).
+	int64_t above_last_ = -1, above_prev_ = -1;
+};
+
+// One dip on the kernel's clock (judge/kernel_clock.h): from the exit of
+// the kernel function that left the buffer below its floor to the exit of
+// the one that found it back at or above (the write that restored it, or
+// growth), in microseconds from the traffic's start.  Ids name the
+// functions in floor_clock::functions; end_fn -1: still below when the
+// scenario ended.
+struct kernel_dip {
+	int64_t start_us = 0, end_us = 0;
+	int start_fn = -1, end_fn = -1;
+	int64_t us() const { return end_us - start_us; }
+};
+
+// Which instrument timed a scenario's dips: the kernel's clock, or (where
+// its programs cannot load, and why) the samples.
+struct floor_clock {
+	bool kernel = false;
+	std::string why;
+	std::vector<std::string> functions; // by id; "" where not attached
+	uint64_t lost = 0;		    // records the ring had no room for
+	// Ids 0-3 are where cuts are made (judge/floor_judge.bpf.c).
+	bool cut_point(int id) const { return id >= 0 && id <= 3; }
+	const char *function(int id) const
+	{
+		return id >= 0 && size_t(id) < functions.size() && !functions[size_t(id)].empty()
+			   ? functions[size_t(id)].c_str()
+			   : "?";
+	}
 };
 
 struct dir_setup {
@@ -168,6 +213,8 @@ struct socket_record {
 	track gs_snd, gs_rcv, diag_snd, diag_rcv;
 	// Dips under the floor per direction, both sources together.
 	dip_log snd_dips, rcv_dips;
+	// The same on the kernel's clock, where it ran (floor_clock).
+	std::vector<kernel_dip> snd_kdips, rcv_kdips;
 	// The memory state at the first inet_diag sample under a floor.
 	mem_state first_below_mem;
 };
@@ -258,6 +305,7 @@ struct scenario_result {
 	int64_t t0_ns = 0; // CLOCK_MONOTONIC when the traffic started
 	integrity data;
 	sampler_stats sampler;
+	floor_clock clock;		 // what timed the dips
 	guard_stats guard;		 // both drivers together
 	std::vector<guard_stats> guards; // per driver that guarded sockets
 	std::vector<socket_record> sockets;

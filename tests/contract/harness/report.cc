@@ -5,6 +5,7 @@
 #include "attribution.h"
 #include "clauses.h"
 #include "dips.h"
+#include "floor_judge.h"
 #include "text_wrap.h"
 
 #include <sockbuf/sockbuf.h>
@@ -63,6 +64,42 @@ json half_json(const half_verdict &h)
 	if (h.bound_ms >= 0) {
 		j["max_gap_ms"] = h.gap_ms;
 		j["bound_ms"] = h.bound_ms;
+	}
+	return j;
+}
+
+// docs/contract.md "The floor judge": which clock timed the dips, and per
+// guard mode its dips (microseconds), bound, lateness and verdict.
+json floor_judge_json(const scenario_result &r)
+{
+	const floor_judgment fj = judge_floors(r);
+	json j = {{"clock", fj.kernel ? "kernel" : "sampled"}, {"why", fj.why}};
+	if (fj.kernel) {
+		json fns = json::array();
+		for (const auto &f : r.clock.functions)
+			if (!f.empty())
+				fns.push_back(f);
+		j["functions"] = fns;
+		j["missed"] = fj.missed;
+	}
+	for (const auto &m : fj.modes) {
+		json o = {
+		    {"sockets", m.sockets},
+		    {"dips", m.dips.count},
+		    {"p50_us", m.dips.p50_us},
+		    {"p99_us", m.dips.p99_us},
+		    {"max_us", m.dips.max_us},
+		    {"bound_us", m.bound_us},
+		    {"late_us", m.late_us},
+		    {"verdict", m.ok() ? (m.unproven.empty() ? "pass" : "unverified") : "fail"}};
+		if (m.d == guard_driver::events) {
+			o["events"] = m.events_on;
+			o["net_bound_us"] = m.net_bound_us;
+			o["restored_by_record"] = m.restored_by_record;
+			o["watched_cuts"] = m.watched_cuts;
+			o["cuts_by_function"] = m.cuts_by_function;
+		}
+		j[m.mode] = o;
 	}
 	return j;
 }
@@ -389,6 +426,8 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	dips["lib_reserve_in_force"] = dips_json(dips_of(r, arm::lib_reserve, std::nullopt, true));
 	dips["lib_reserve_refused"] = dips_json(dips_of(r, arm::lib_reserve, std::nullopt, false));
 	j["dips"] = dips;
+	if (!r.guards.empty())
+		j["floor_judge"] = floor_judge_json(r);
 	json arms;
 	for (int a = 0; a < arm_count; a++)
 		if (!r.sockets.empty())

@@ -86,31 +86,50 @@ void dip_log::note(int64_t t_us, bool below)
 	if (!below) {
 		// Another source read it under the floor in this same cycle:
 		// under wins.
-		if (open.first_us >= 0 && t_us != open.last_us && above_us < 0)
-			above_us = t_us;
+		if (open.first_us >= 0) {
+			if (t_us != open.last_us && above_us < 0)
+				above_us = t_us;
+		} else if (t_us != above_last_) {
+			above_prev_ = above_last_;
+			above_last_ = t_us;
+		}
 		return;
 	}
 	// A cycle read at or above the floor by every source came between.
-	if (open.first_us >= 0 && above_us >= 0 && above_us < t_us)
-		end();
+	if (open.first_us >= 0 && above_us >= 0 && above_us < t_us) {
+		const int64_t above = above_us;
+		close(above);
+		above_prev_ = -1;
+		above_last_ = above;
+	}
 	above_us = -1;
-	if (open.first_us < 0)
+	if (open.first_us < 0) {
 		open.first_us = t_us;
+		open.before_us = above_last_ < t_us ? above_last_ : above_prev_;
+	}
 	open.last_us = t_us;
 }
 
-void dip_log::end()
+void dip_log::close(int64_t after_us)
 {
 	if (open.first_us >= 0) {
+		open.after_us = after_us;
 		if (dips.size() < cap)
 			dips.push_back(open);
 		else
 			dropped++;
 		if (open.us() > longest_.us() || longest_.first_us < 0)
 			longest_ = open;
+		if (open.seen_us() > longest_seen_.seen_us() || longest_seen_.first_us < 0)
+			longest_seen_ = open;
 	}
 	open = {};
 	above_us = -1;
+}
+
+void dip_log::end(int64_t t_us)
+{
+	close(above_us >= 0 ? above_us : t_us);
 }
 
 sampler::sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us)
@@ -279,8 +298,8 @@ void sampler::loop()
 	for (auto &s : *sockets_) {
 		for (track *t : {&s.gs_snd, &s.gs_rcv, &s.diag_snd, &s.diag_rcv})
 			t->end((end - t0_ns_) / 1000);
-		s.snd_dips.end();
-		s.rcv_dips.end();
+		s.snd_dips.end((end - t0_ns_) / 1000);
+		s.rcv_dips.end((end - t0_ns_) / 1000);
 	}
 	stats_.seconds = double(end - start) / 1e9;
 	stats_.rate_hz = stats_.seconds > 0 ? double(stats_.cycles) / stats_.seconds : 0;

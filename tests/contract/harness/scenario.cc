@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "guard.h"
+#include "kernel_clock.h"
 #include "netns.h"
 
 #include <arpa/inet.h>
@@ -11,6 +12,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <thread>
 
 namespace sockbuf::contract
@@ -67,6 +70,64 @@ guard_stats sum_of(const std::vector<guard_stats> &per_driver)
 				t.events.push_back(e);
 	}
 	return t;
+}
+
+// The kernel's clock watches every library-guarded socket of the run:
+// false (and why) where it cannot.
+void start_clock(const std::vector<socket_record> &sockets, floor_clock *c)
+{
+	kernel_clock &kc = kernel_clock::get();
+	c->why = kc.why();
+	if (!kc.available())
+		return;
+	std::vector<kernel_clock::watch_spec> w;
+	for (const auto &s : sockets)
+		if ((s.a == arm::lib_initial || s.a == arm::lib_reserve) && s.r != role::listener &&
+		    s.inode && (s.snd.floor > 0 || s.rcv.floor > 0))
+			w.push_back({s.inode, s.snd.floor, s.rcv.floor});
+	int err = kc.begin(w);
+	if (err < 0) {
+		c->why =
+		    fmt::format("the kernel clock's map refused a socket ({})", strerror(-err));
+		return;
+	}
+	c->kernel = true;
+	c->functions = kc.functions();
+}
+
+// Each socket's dips on the kernel's clock, from the traffic's start @t0,
+// ended at @end_ns.  Records of one direction that overlap (two CPUs
+// evaluating one socket at once) are one dip.
+void stop_clock(std::vector<socket_record> *sockets, int64_t t0, int64_t end_ns, floor_clock *c)
+{
+	if (!c->kernel)
+		return;
+	std::vector<clock_record> got = kernel_clock::get().end(end_ns, &c->lost);
+	std::map<uint32_t, socket_record *> by_ino;
+	for (auto &s : *sockets)
+		if ((s.a == arm::lib_initial || s.a == arm::lib_reserve) && s.r != role::listener)
+			by_ino[s.inode] = &s;
+	std::sort(got.begin(), got.end(), [](const clock_record &x, const clock_record &y) {
+		return x.start_ns < y.start_ns;
+	});
+	for (const auto &g : got) {
+		auto it = by_ino.find(g.ino);
+		if (it == by_ino.end())
+			continue;
+		auto &v = g.dir == 0 ? it->second->snd_kdips : it->second->rcv_kdips;
+		kernel_dip d = {(g.start_ns - t0) / 1000, (g.end_ns - t0) / 1000, g.start_fn,
+				g.end_fn};
+		if (!v.empty() && d.start_us <= v.back().end_us) {
+			if (d.end_us > v.back().end_us) {
+				v.back().end_us = d.end_us;
+				v.back().end_fn = d.end_fn;
+			}
+			continue;
+		}
+		v.push_back(d);
+	}
+	if (c->lost)
+		c->why = fmt::format("the kernel clock's ring lost {} dips", c->lost);
 }
 
 } // namespace
@@ -135,6 +196,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 				  prof.guard_period_us);
 	const auto guards = {&thread_guard, &timer_guard, &event_guard, &reserve_guard};
 
+	start_clock(set.sockets, &out->clock);
 	int64_t t0 = now_ns();
 	out->t0_ns = t0;
 	sampler smp(&set.sockets, t0, prof.sample_period_us);
@@ -161,7 +223,9 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	if (hooks.at_end)
 		hooks.at_end(set);
 	smp.stop();
-	out->seconds = double(now_ns() - t0) / 1e9;
+	const int64_t end_ns = now_ns();
+	stop_clock(&set.sockets, t0, end_ns, &out->clock);
+	out->seconds = double(end_ns - t0) / 1e9;
 	// The end state is what the guard's schedule left: a buffer below its
 	// floor now was not repaired in time, and C3 must see it.  The last
 	// pass runs after (its restore reports still count for C7).

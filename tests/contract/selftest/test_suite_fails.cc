@@ -215,7 +215,7 @@ TEST(SuiteFails, LoweredLibraryBufferIsRestoredByTheGuard)
 		// lowered buffers under the floor.
 		fmt::print("C3 library, {} driver: {}\n", driver_name(d), v.lib.why);
 		expect_pass_unless_sparse(v.lib);
-		EXPECT_NE(v.lib.why.find(fmt::format("{} driver on 2 sockets", driver_name(d))),
+		EXPECT_NE(v.lib.why.find(fmt::format("{} on 2 sockets", driver_name(d))),
 			  std::string::npos)
 		    << v.lib.why;
 		EXPECT_NE(v.lib.why.find("restores"), std::string::npos) << v.lib.why;
@@ -254,10 +254,13 @@ TEST(SuiteFails, LoweredReservedBufferIsRestoredByItsGuard)
 	// have: a restore can come before its next cycle) and restored them.
 	EXPECT_GE(g->violations, 1u);
 	EXPECT_GE(g->restores, 1u);
-	// Its safety net runs at the polling interval, events or not.
-	EXPECT_LE(g->interval_us, 1000u);
-	EXPECT_NE(v.lib.why.find("reserve mode's events driver on 2 sockets"), std::string::npos)
-	    << v.lib.why;
+	// In its default configuration: the safety net every 1 s where
+	// events drive it, else polling at the interval.
+	if (g->events_err == 0)
+		EXPECT_EQ(g->interval_us, 1'000'000u);
+	else
+		EXPECT_LE(g->interval_us, 1000u);
+	EXPECT_NE(v.lib.why.find("reserve on 2 sockets"), std::string::npos) << v.lib.why;
 	EXPECT_NE(v.lib.why.find("reserve mode: 2 sockets, 2 with SO_RESERVE_MEM in force"),
 		  std::string::npos)
 	    << v.lib.why;
@@ -280,7 +283,7 @@ TEST(SuiteFails, ReservedBufferLeftUnderTheFloorFailsC3Library)
 	expect_violation(v.lib, "C3", "/lib_reserve/", 131072);
 	const violation &x = v.lib.violations.front();
 	EXPECT_EQ(x.value, 1000);
-	EXPECT_NE(x.what.find("(reserve mode's events driver, bound"), std::string::npos) << x.what;
+	EXPECT_NE(x.what.find("(reserve, bound"), std::string::npos) << x.what;
 	EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
 }
 
@@ -308,8 +311,7 @@ TEST(SuiteFails, InjectedSamplerViolationFailsC3Library)
 		EXPECT_NE(x.what.find("SO_SNDBUF (getsockopt) under the floor for"),
 			  std::string::npos)
 		    << x.what;
-		EXPECT_NE(x.what.find(fmt::format("({} driver, bound", driver_name(d))),
-			  std::string::npos)
+		EXPECT_NE(x.what.find(fmt::format("({}, bound", driver_name(d))), std::string::npos)
 		    << x.what;
 		EXPECT_LT(x.t_ms, double(inject_at_ms) + 20);
 		EXPECT_EQ(v.raw.o, outcome::pass) << v.raw.why;
@@ -485,7 +487,8 @@ TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)
 {
 	// The sampler is held up 120 ms once: a dip repaired in 60 ms could
 	// hide in that gap, so the guard's bound (its interval, its longest
-	// pass and the 50 ms scheduling allowance) is not shown.
+	// pass and how late its passes began) is not shown.  Judged by the
+	// samples: where the kernel's clock runs, gaps hide nothing.
 	run_hooks h;
 	std::atomic<bool> held{false};
 	h.filter = [&held](int64_t t_us, const socket_record &, source, int64_t *, int64_t *) {
@@ -497,11 +500,16 @@ TEST(SuiteFails, SparseSamplesLeaveC3LibraryUnverified)
 	ASSERT_TRUE(r.data.ok());
 	EXPECT_GE(r.sampler.max_gap_ms, 120.0);
 	verdict v = judge_c3(r);
+	if (r.clock.kernel) {
+		// Every dip was timed in the kernel: the gap hides none.
+		EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+		return;
+	}
 	ASSERT_EQ(v.lib.o, outcome::unverified) << v.lib.why;
 	EXPECT_TRUE(v.lib.violations.empty());
 	EXPECT_GE(v.lib.gap_ms, 120.0);
 	const double bound_ms = double(r.guard.bound_us) / 1e3;
-	EXPECT_GE(bound_ms, 51.0); // 1 ms interval + allowance + the pass
+	EXPECT_GE(bound_ms, 1.0); // 1 ms interval + the pass + lateness
 	EXPECT_LT(bound_ms, 120.0);
 	EXPECT_EQ(v.lib.bound_ms, bound_ms);
 	EXPECT_NE(v.lib.why.find(fmt::format("{:.0f} ms repair bound", bound_ms)),

@@ -104,10 +104,12 @@ def library_verdict(scenario, verdict):
     """A scenario's library verdict, lower case ("pass", "fail", "skip",
     "unverified"), with a C3 pass from samples further apart than the
     repair bound read as unverified (results from before the suite said
-    so itself)."""
+    so itself).  On the kernel's clock (floor_judge.clock) every dip was
+    timed whatever the gaps: the pass stands."""
     lib = verdict.get("library", {})
     v = lib.get("verdict", "skip").lower()
-    if v == "pass" and verdict.get("clause") == "C3":
+    kernel_clock = scenario.get("floor_judge", {}).get("clock") == "kernel"
+    if v == "pass" and verdict.get("clause") == "C3" and not kernel_clock:
         gap = lib.get("max_gap_ms", scenario.get("sampler", {}).get("max_gap_ms", 0))
         if gap > lib.get("bound_ms", REPAIR_BOUND_MS):
             return "unverified"

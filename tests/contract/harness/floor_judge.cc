@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include "floor_judge.h"
+
+#include "clauses.h"
+
+#include <sockbuf/sockbuf.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+// Whether the guard's programs (SOCKBUF_GUARD_EV_* bits @attached) watch
+// the kernel clock's cut point @id (judge/floor_judge.bpf.c's order).
+bool guard_watches(int id, unsigned attached)
+{
+	switch (id) {
+	case 0:
+		return attached & SOCKBUF_GUARD_EV_MEM_RAISE;
+	case 1:
+		return attached &
+		       (SOCKBUF_GUARD_EV_CHECK_SPACE | SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE);
+	case 2:
+		return attached & SOCKBUF_GUARD_EV_FRAG_REFILL;
+	case 3:
+		return attached &
+		       (SOCKBUF_GUARD_EV_ALLOC_SKB | SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB);
+	default:
+		return false;
+	}
+}
+
+// The kernel clock's id of sock_setsockopt (the write that restores).
+constexpr int setsockopt_fn = 7;
+
+// Slack when matching a sampled dip to a kernel one: a cycle's samples
+// carry the cycle's start time, read up to a cycle later.
+int64_t match_slack_us(const scenario_result &r)
+{
+	return std::max<int64_t>(2000, int64_t(2 * r.sampler.mean_cycle_us));
+}
+
+bool covered(const std::vector<kernel_dip> &k, const dip &d, int64_t slack)
+{
+	return std::any_of(k.begin(), k.end(), [&](const kernel_dip &x) {
+		return x.start_us <= d.last_us + slack && x.end_us + slack >= d.first_us;
+	});
+}
+
+} // namespace
+
+std::string mode_name(arm a, guard_driver d)
+{
+	return a == arm::lib_reserve ? "reserve" : driver_name(d);
+}
+
+floor_judgment judge_floors(const scenario_result &r)
+{
+	floor_judgment fj;
+	fj.kernel = r.clock.kernel && r.clock.lost == 0;
+	fj.why = r.clock.why.empty() ? "no kernel clock in this result" : r.clock.why;
+	const int64_t slack = match_slack_us(r);
+	for (const auto &g : r.guards) {
+		if (!g.sockets)
+			continue;
+		mode_judgment m;
+		m.a = g.a;
+		m.d = driver_from_name(g.driver);
+		m.mode = mode_name(m.a, m.d);
+		m.sockets = g.sockets;
+		m.late_us = g.max_late_us;
+		m.net_bound_us = g.bound_us;
+		m.events_on = m.d == guard_driver::events && g.events_err == 0;
+		m.bound_us = m.events_on ? guard_event_bound_us + g.max_late_us : g.bound_us;
+		m.restored_by_record = g.restored_events;
+		std::vector<int64_t> lengths;
+		for (const auto &s : r.sockets) {
+			if (s.a != m.a || s.driver != m.d || s.r == role::listener)
+				continue;
+			struct one_dir {
+				const char *name;
+				const dip_log &log;
+				const std::vector<kernel_dip> &k;
+				int floor;
+			};
+			for (const one_dir &od :
+			     {one_dir{"SO_SNDBUF", s.snd_dips, s.snd_kdips, s.snd.floor},
+			      one_dir{"SO_RCVBUF", s.rcv_dips, s.rcv_kdips, s.rcv.floor}}) {
+				if (od.floor <= 0)
+					continue;
+				if (fj.kernel) {
+					for (const auto &k : od.k) {
+						const bool watched =
+						    m.events_on && r.clock.cut_point(k.start_fn) &&
+						    guard_watches(k.start_fn, g.attached);
+						const int64_t b = watched || !m.events_on
+								      ? m.bound_us
+								      : m.net_bound_us;
+						lengths.push_back(k.us());
+						m.cuts_by_function[r.clock.function(k.start_fn)]++;
+						if (watched) {
+							m.watched_cuts++;
+							if (k.end_fn == setsockopt_fn)
+								m.written_back++;
+						}
+						if (k.us() > b)
+							m.over.push_back(
+							    {&s, od.name, k.start_us, k.us(), -1, b,
+							     fmt::format(
+								 "left below in {}, {} {}",
+								 r.clock.function(k.start_fn),
+								 k.end_fn < 0 ? "still below"
+									      : "back at",
+								 k.end_fn < 0 ? "at the end"
+									      : r.clock.function(
+										    k.end_fn))});
+					}
+				}
+				// Sampled dips: all of them without the kernel clock;
+				// with it, those it did not see (missed).
+				for (const auto &d : od.log.dips) {
+					if (fj.kernel && covered(od.k, d, slack))
+						continue;
+					if (fj.kernel)
+						fj.missed++;
+					// Without the kernel clock nothing says where a
+					// dip began: the events modes' net bound holds.
+					const int64_t b = m.events_on ? m.net_bound_us : m.bound_us;
+					lengths.push_back(d.us());
+					judged_dip j = {
+					    &s,		 od.name, d.first_us,	    d.us(),
+					    d.seen_us(), b,	  "between samples"};
+					if (d.seen_us() > b)
+						m.over.push_back(j);
+					else if (d.us() > b)
+						m.unproven.push_back(j);
+				}
+			}
+		}
+		if (!fj.kernel && m.events_on)
+			m.bound_us = m.net_bound_us;
+		m.no_record_restores =
+		    fj.kernel && m.events_on && m.written_back > 0 && m.restored_by_record == 0;
+		m.dips = summarize_dips(std::move(lengths));
+		fj.modes.push_back(std::move(m));
+	}
+	return fj;
+}
+
+} // namespace sockbuf::contract

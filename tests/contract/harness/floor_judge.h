@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// C3 (library), each guard mode held to the promise its documentation
+// makes: every dip of a guarded buffer under its floor, timed on the
+// kernel's clock where the suite's programs load (judge/kernel_clock.h),
+// else from the samples around it (an upper bound), against the bound of
+// the mode that guarded the socket:
+//
+// - thread, timerfd: one period plus one pass, plus how late the guard
+//   measured its own due passes (repair_bound_us(); reported apart as
+//   late_us);
+// - events, reserve (an events guard with SOCKBUF_GUARD_RESERVE_MEM): a
+//   cut made in a function the guard's programs watch is restored on its
+//   record within SOCKBUF_GUARD_EVENT_BOUND_US plus the guard's measured
+//   lateness (the scheduler's share, reported apart); any other dip within the
+//   safety net's bound (its interval, 1 s by default, plus one pass and
+//   the lateness).  Where the kernel clock saw watched cuts restored by a
+//   write, some restore must have come from a record.
+//
+// Used by C3 for its verdict and by the JSON report (floor_judge).
+#pragma once
+
+#include "dips.h"
+#include "model.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sockbuf::contract
+{
+
+// A dip longer than its bound (kernel clock, or seen between samples), or
+// one whose samples cannot rule it out (sampled clock: the upper bound is
+// past the bound, the lower bound is not).
+struct judged_dip {
+	const socket_record *s = nullptr;
+	const char *dir = ""; // SO_SNDBUF, SO_RCVBUF
+	int64_t start_us = 0; // from the traffic's start
+	int64_t us = 0;	      // its length (kernel) or upper bound (sampled)
+	int64_t seen_us = 0;  // sampled: first to last sample under
+	int64_t bound_us = 0;
+	std::string how; // "cut in __sk_mem_raise_allocated, restored ..."
+};
+
+struct mode_judgment {
+	std::string mode; // thread, timerfd, events, reserve
+	arm a = arm::lib_initial;
+	guard_driver d = guard_driver::thread;
+	int sockets = 0;
+	dip_summary dips;	  // lengths in us (kernel) or upper bounds
+	int64_t bound_us = 0;	  // the mode's bound: event bound where events ran
+	int64_t net_bound_us = 0; // events, reserve: the safety net's bound
+	int64_t late_us = 0;	  // the guard's measured lateness (max)
+	bool events_on = false;	  // the guard's programs drove it
+	uint64_t restored_by_record = 0;
+	uint64_t watched_cuts = 0; // kernel: dips that began at a watched cut
+	uint64_t written_back = 0; // ... and ended at a socket-option write
+	std::map<std::string, uint64_t> cuts_by_function; // kernel: where dips began
+	std::vector<judged_dip> over;			  // longer than their bound: fail
+	std::vector<judged_dip> unproven;		  // sampled: cannot be ruled out
+	bool no_record_restores = false; // watched cuts written back, none by a record
+	bool ok() const { return over.empty() && !no_record_restores; }
+};
+
+struct floor_judgment {
+	bool kernel = false; // the kernel's clock timed the dips
+	std::string why;
+	uint64_t missed = 0; // sampled dips no kernel dip covers (judged as sampled)
+	std::vector<mode_judgment> modes;
+};
+
+// The mode name of a guard ("reserve" for lib_reserve's).
+std::string mode_name(arm a, guard_driver d);
+
+floor_judgment judge_floors(const scenario_result &r);
+
+} // namespace sockbuf::contract

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+#include "kernel_clock.h"
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstring>
+
+#ifdef SOCKBUF_HAVE_BPF
+#include "floor_judge_bpf_object.h" // generated: the compiled floor_judge.bpf.c
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <mutex>
+#include <thread>
+#endif
+
+namespace sockbuf::contract
+{
+
+#ifdef SOCKBUF_HAVE_BPF
+
+namespace
+{
+
+// floor_judge.bpf.c's struct watch and struct dip_record.
+struct watch {
+	int32_t floor[2];
+	uint64_t since[2];
+	uint32_t since_fn[2];
+};
+
+struct dip_record {
+	uint32_t ino;
+	uint8_t dir, start_fn, end_fn, pad;
+	uint64_t start_ns, end_ns;
+};
+
+// The programs in id order (the ids the programs post) and the kernel
+// functions each may attach to: the first name the kernel's BTF has.
+struct attach_point {
+	const char *program;
+	const char *names[2];
+};
+constexpr attach_point points[] = {
+    {"on_mem_raise", {"__sk_mem_raise_allocated", nullptr}},
+    {"on_check_space", {"__tcp_check_space", "tcp_check_space"}},
+    {"on_frag_refill", {"sk_page_frag_refill", nullptr}},
+    {"on_alloc_skb", {"tcp_stream_alloc_skb", "sk_stream_alloc_skb"}},
+    {"on_rcv_established", {"tcp_rcv_established", nullptr}},
+    {"on_sendmsg", {"tcp_sendmsg_locked", nullptr}},
+    {"on_recvmsg", {"tcp_recvmsg", nullptr}},
+    {"on_setsockopt", {"sock_setsockopt", nullptr}},
+};
+constexpr size_t n_points = sizeof(points) / sizeof(points[0]);
+
+int print_nothing(enum libbpf_print_level, const char *, va_list)
+{
+	return 0;
+}
+
+int errno_or(int fallback)
+{
+	return errno > 0 ? -errno : fallback;
+}
+
+} // namespace
+
+struct kernel_clock::state {
+	bpf_object *obj = nullptr;
+	bpf_link *links[n_points] = {};
+	ring_buffer *rb = nullptr;
+	int map_fd = -1;
+	bpf_map *bss = nullptr;
+	std::mutex mu; // guards got
+	std::vector<clock_record> got;
+	std::atomic<bool> stop{false};
+	std::thread drain;
+
+	static int on_record(void *ctx, void *data, size_t len)
+	{
+		auto *self = static_cast<state *>(ctx);
+		if (len < sizeof(dip_record))
+			return 0;
+		dip_record r;
+		std::memcpy(&r, data, sizeof(r));
+		std::lock_guard<std::mutex> lock(self->mu);
+		self->got.push_back(
+		    {r.ino, r.dir, r.start_fn, r.end_fn, int64_t(r.start_ns), int64_t(r.end_ns)});
+		return 0;
+	}
+
+	~state()
+	{
+		stop = true;
+		if (drain.joinable())
+			drain.join();
+		ring_buffer__free(rb);
+		for (auto *l : links)
+			bpf_link__destroy(l);
+		bpf_object__close(obj);
+	}
+
+	// The .bss counters (lost, open_now, max_floor) read or set whole.
+	struct bss_data {
+		uint64_t lost;
+		int64_t open_now;
+		int32_t max_floor[2];
+	};
+	bool read_bss(bss_data *out) const
+	{
+		const uint32_t zero = 0;
+		return bss &&
+		       bpf_map__lookup_elem(bss, &zero, sizeof(zero), out, sizeof(*out), 0) == 0;
+	}
+	bool write_bss(const bss_data &in) const
+	{
+		const uint32_t zero = 0;
+		return bss &&
+		       bpf_map__update_elem(bss, &zero, sizeof(zero), &in, sizeof(in), 0) == 0;
+	}
+};
+
+void kernel_clock::load()
+{
+	libbpf_print_fn_t old = libbpf_set_print(print_nothing);
+	errno = 0;
+	btf *vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux) {
+		err_ = errno_or(-ENOENT);
+		why_ = fmt::format("no kernel BTF ({})", std::strerror(-err_));
+		libbpf_set_print(old);
+		return;
+	}
+	const char *target[n_points] = {};
+	for (size_t k = 0; k < n_points; k++)
+		for (const char *name : points[k].names)
+			if (!target[k] && name &&
+			    btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0)
+				target[k] = name;
+	btf__free(vmlinux);
+
+	auto st = std::make_unique<state>();
+	int err = 0;
+	std::string what;
+	errno = 0;
+	st->obj =
+	    bpf_object__open_mem(floor_judge_bpf_object, sizeof(floor_judge_bpf_object), nullptr);
+	if (!st->obj) {
+		err = errno_or(-EINVAL);
+		what = "open";
+	}
+	bpf_program *progs[n_points] = {};
+	for (size_t k = 0; k < n_points && err == 0; k++) {
+		progs[k] = bpf_object__find_program_by_name(st->obj, points[k].program);
+		if (!progs[k])
+			err = -ENOENT;
+		else if (!target[k])
+			err = bpf_program__set_autoload(progs[k], false);
+		else
+			err = bpf_program__set_attach_target(progs[k], 0, target[k]);
+		what = points[k].program;
+	}
+	errno = 0;
+	if (err == 0 && bpf_object__load(st->obj) != 0) {
+		err = errno_or(-EINVAL);
+		what = "load (verifier, fexit, ring buffer)";
+	}
+	if (err == 0) {
+		st->map_fd = bpf_map__fd(bpf_object__find_map_by_name(st->obj, "watched"));
+		st->bss = bpf_object__find_map_by_name(st->obj, ".bss");
+		bpf_map *ring = bpf_object__find_map_by_name(st->obj, "dips");
+		if (st->map_fd < 0 || !st->bss || !ring ||
+		    bpf_map__value_size(st->bss) != sizeof(state::bss_data)) {
+			err = -ENOENT;
+			what = "maps";
+		} else {
+			st->rb = ring_buffer__new(bpf_map__fd(ring), state::on_record, st.get(),
+						  nullptr);
+			if (!st->rb) {
+				err = errno_or(-ENOMEM);
+				what = "ring buffer";
+			}
+		}
+	}
+	for (size_t k = 0; k < n_points && err == 0; k++) {
+		functions_.push_back(target[k] ? target[k] : "");
+		if (!target[k])
+			continue;
+		errno = 0;
+		st->links[k] = bpf_program__attach_trace(progs[k]);
+		if (!st->links[k]) {
+			err = errno_or(-EINVAL);
+			what = fmt::format("attach to {}", target[k]);
+		}
+	}
+	libbpf_set_print(old);
+	if (err == 0 && !(target[0] && target[7])) {
+		err = -ENOENT;
+		what = "__sk_mem_raise_allocated and sock_setsockopt in the kernel's BTF";
+	}
+	if (err < 0) {
+		functions_.clear();
+		err_ = err;
+		why_ = fmt::format("the kernel clock's BPF programs did not load ({}: {})", what,
+				   std::strerror(-err));
+		return;
+	}
+	// Records are read as they come: a run with many dips never fills
+	// the ring.  Bounded: end() and the destructor stop it.
+	state *raw = st.get();
+	st->drain = std::thread([raw] {
+		while (!raw->stop)
+			ring_buffer__poll(raw->rb, 50);
+	});
+	st_ = std::move(st);
+	err_ = 0;
+	std::string names;
+	for (const auto &f : functions_)
+		if (!f.empty())
+			names += (names.empty() ? "" : ", ") + f;
+	why_ = fmt::format("fexit on {}", names);
+}
+
+int kernel_clock::begin(const std::vector<watch_spec> &sockets)
+{
+	if (!st_)
+		return err_;
+	// Forget the last scenario: its sockets, and dips it left.
+	uint32_t key, next;
+	std::vector<uint32_t> keys;
+	for (uint32_t *k = nullptr; bpf_map_get_next_key(st_->map_fd, k, &next) == 0; k = &key) {
+		keys.push_back(next);
+		key = next;
+	}
+	for (uint32_t k : keys)
+		bpf_map_delete_elem(st_->map_fd, &k);
+	ring_buffer__consume(st_->rb);
+	{
+		std::lock_guard<std::mutex> lock(st_->mu);
+		st_->got.clear();
+	}
+	state::bss_data b = {};
+	int ret = 0;
+	for (const auto &s : sockets) {
+		watch w = {};
+		w.floor[0] = s.floor_snd;
+		w.floor[1] = s.floor_rcv;
+		if (bpf_map_update_elem(st_->map_fd, &s.ino, &w, BPF_ANY) != 0)
+			ret = -errno;
+		b.max_floor[0] = std::max(b.max_floor[0], s.floor_snd);
+		b.max_floor[1] = std::max(b.max_floor[1], s.floor_rcv);
+	}
+	if (!st_->write_bss(b))
+		ret = -EIO;
+	return ret;
+}
+
+std::vector<clock_record> kernel_clock::end(int64_t end_ns, uint64_t *lost)
+{
+	std::vector<clock_record> out;
+	*lost = 0;
+	if (!st_)
+		return out;
+	ring_buffer__consume(st_->rb);
+	{
+		std::lock_guard<std::mutex> lock(st_->mu);
+		out.swap(st_->got);
+	}
+	// Dips still open: they last at least until now.
+	uint32_t key, next;
+	for (uint32_t *k = nullptr; bpf_map_get_next_key(st_->map_fd, k, &next) == 0; k = &key) {
+		key = next;
+		watch w;
+		if (bpf_map_lookup_elem(st_->map_fd, &key, &w) != 0)
+			continue;
+		for (int dir = 0; dir < 2; dir++)
+			if (w.since[dir])
+				out.push_back({key, dir, int(w.since_fn[dir]), -1,
+					       int64_t(w.since[dir]), end_ns});
+	}
+	state::bss_data b = {};
+	if (st_->read_bss(&b))
+		*lost = b.lost;
+	// The next scenario starts from nothing (counters included).
+	st_->write_bss({});
+	return out;
+}
+
+#else // !SOCKBUF_HAVE_BPF
+
+struct kernel_clock::state {
+};
+
+void kernel_clock::load()
+{
+	err_ = -EOPNOTSUPP;
+	why_ = "the suite was built without libbpf (a static build)";
+}
+
+int kernel_clock::begin(const std::vector<watch_spec> &)
+{
+	return err_;
+}
+
+std::vector<clock_record> kernel_clock::end(int64_t, uint64_t *lost)
+{
+	*lost = 0;
+	return {};
+}
+
+#endif
+
+kernel_clock::kernel_clock()
+{
+	load();
+}
+
+kernel_clock::~kernel_clock() = default;
+
+kernel_clock &kernel_clock::get()
+{
+	static kernel_clock the_clock;
+	return the_clock;
+}
+
+} // namespace sockbuf::contract

@@ -802,6 +802,7 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 		}
 		ev_stats_.records += uint64_t(got);
 		ev_stats_.lost = lost;
+		ev_stats_.max_wait_ns = ev_.max_wait_ns();
 		if (got > 0)
 			ev_stats_.rounds++;
 	}

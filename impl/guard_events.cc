@@ -4,6 +4,7 @@
 #include "caps.h"
 
 #include <cerrno>
+#include <ctime>
 #include <unistd.h>
 
 #ifdef SOCKBUF_HAVE_BPF
@@ -61,9 +62,17 @@ event_source::~event_source()
 int event_source::on_record(void *ctx, void *data, size_t len)
 {
 	auto *self = static_cast<event_source *>(ctx);
-	if (len >= sizeof(uint32_t) && self->sink_) {
-		uint32_t ino;
-		__builtin_memcpy(&ino, data, sizeof(ino));
+	if (len >= sizeof(record) && self->sink_) {
+		record r;
+		__builtin_memcpy(&r, data, sizeof(r));
+		const uint32_t ino = r.ino;
+		// How long it waited for the guard's thread (same clock).
+		timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		const int64_t waited =
+		    int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - int64_t(r.posted_ns);
+		if (waited > 0 && uint64_t(waited) > self->max_wait_ns_)
+			self->max_wait_ns_ = uint64_t(waited);
 		try {
 			self->sink_->push_back(ino);
 		} catch (...) {

@@ -29,6 +29,14 @@ struct watched {
 };
 static_assert(sizeof(watched) == 12);
 
+// bpf/guard_events.bpf.c: struct record, what one cut posts.
+struct record {
+	uint32_t ino;
+	uint32_t pad;
+	uint64_t posted_ns; // bpf_ktime_get_ns(): CLOCK_MONOTONIC
+};
+static_assert(sizeof(record) == 16);
+
 // Which kernel functions the programs are attached to (attached()).
 enum : unsigned int {
 	ev_mem_raise = 1u << 0,		  // __sk_mem_raise_allocated
@@ -75,6 +83,9 @@ public:
 
 	// Records the ring had no room for, since open().
 	uint64_t lost() const;
+	// The longest a record drained so far waited in the ring, from its
+	// post to drain() (ns): the scheduler's share of the event path.
+	uint64_t max_wait_ns() const { return max_wait_ns_; }
 
 #ifdef SOCKBUF_TEST_SEAM
 	// Adds @n to the lost count, as a full ring would.
@@ -97,6 +108,7 @@ private:
 	state *st_ = nullptr;
 	unsigned int attached_ = 0;
 	std::vector<uint32_t> *sink_ = nullptr; // drain()'s, for the callback
+	uint64_t max_wait_ns_ = 0;
 #ifdef SOCKBUF_TEST_SEAM
 	int fail_clears_ = 0;
 #endif

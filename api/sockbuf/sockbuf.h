@@ -515,9 +515,12 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * "restored within one period plus one pass" (sockbuf_guard_start()), not "never below": for that,
  * lock the buffer (a reservation, SOCKBUF_GUARD_RESERVE_MEM, spares the guard moderation's cuts but
  * not the kernel's reserve rule under TCP memory pressure: reserve mode keeps this same promise).
- * With SOCKBUF_GUARD_EVENTS, where the kernel lets its BPF programs load, a cut made in the
- * functions they watch is restored on the record it posts, without waiting for a pass;
- * passes remain the safety net for the others.
+ * A pass that the scheduler starts late restores late: the guard measures by how much
+ * (max_late_us of sockbuf_guard_stats()).  With SOCKBUF_GUARD_EVENTS, where the kernel lets
+ * its BPF programs load, a cut made in the functions they watch is restored on the record it
+ * posts, without waiting for a pass, within SOCKBUF_GUARD_EVENT_BOUND_US plus the record's wait
+ * for the guard's thread (max_wait_ns of sockbuf_guard_event_stats()); passes remain the safety
+ * net for the others.
  *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed
@@ -575,12 +578,16 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 #define SOCKBUF_GUARD_EVENTS (1u << 6)
 /* How long a cut that the event programs saw may leave a buffer below its
  * floor, in microseconds, from the exit of the kernel function that made
- * it to the guard's write that restores it, besides the scheduler's share:
- * how late the guard's thread runs, which the guard measures on its own
- * passes (max_late_us of sockbuf_guard_totals).  The contract suite
- * checks every such cut against this plus that lateness, timed on the
- * kernel's clock (docs/contract.md, "The floor judge"). */
-#define SOCKBUF_GUARD_EVENT_BOUND_US 10000
+ * it to the exit of the guard's setsockopt() that restores it, besides the
+ * time the record waited for the guard's thread (max_wait_ns of
+ * sockbuf_guard_event_totals, which the guard measures: the scheduler's
+ * share).  The contract suite checks every such cut against this plus
+ * that wait, timed on the kernel's clock (docs/contract.md, "The floor
+ * judge").  Set from the slowest machines measured, qemu TCG guests of
+ * two vCPUs where the guard's thread shares them with 80 busy sockets and
+ * the suite's real-time sampler: up to 28 ms there, most of it the
+ * thread preempted during its round; about 1 ms at the median. */
+#define SOCKBUF_GUARD_EVENT_BOUND_US 50000
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
  * sockbuf_guard_totals.source. */
@@ -943,9 +950,13 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  * @not_below:      sockets a round read (named by a record, or with a
  *                  mark it could not clear) that were at or above their
  *                  floor (nothing to restore).
+ * @max_wait_ns:    the longest a record waited between its post (in the
+ *                  kernel, at the cut) and the guard's thread reading it:
+ *                  the scheduler's share of the event path, as
+ *                  max_late_us of sockbuf_guard_totals is for passes.
  *
- * @total_round_ns, @clear_failed and @not_below were taken from @reserved
- * (the struct keeps its size).
+ * @total_round_ns, @clear_failed, @not_below and @max_wait_ns were taken
+ * from @reserved (the struct keeps its size).
  */
 struct sockbuf_guard_event_totals {
 	int err;
@@ -961,7 +972,8 @@ struct sockbuf_guard_event_totals {
 	uint64_t total_round_ns;
 	uint64_t clear_failed;
 	uint64_t not_below;
-	uint64_t reserved[3];
+	uint64_t max_wait_ns;
+	uint64_t reserved[2];
 };
 
 /**

@@ -28,6 +28,9 @@
 // inode) to the ring buffer: one record per cut socket until the guard
 // has looked at it and cleared the mark, however long the pressure lasts
 // (two CPUs cutting the same socket at once may post two).
+// A record carries the time it was posted (bpf_ktime_get_ns(), the
+// CLOCK_MONOTONIC of user space): the guard measures how long records wait
+// for its thread, the scheduler's share of the event path.
 // A record the ring had no room for is counted in ring_lost and the mark
 // cleared: the guard then makes a full pass.  The guard restores through
 // its own restore path, which checks the socket's identity at the write:
@@ -53,6 +56,13 @@ struct {
 	__type(key, __u32); // the socket's inode
 	__type(value, struct watched);
 } guarded SEC(".maps");
+
+// impl/guard_events.cc: struct record, the same layout.
+struct record {
+	__u32 ino;
+	__u32 pad;
+	__u64 posted_ns;
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -91,7 +101,8 @@ static __always_inline int look(struct sock *sk)
 	if (w->pending)
 		return 0;
 	w->pending = 1;
-	if (bpf_ringbuf_output(&ring, &ino, sizeof(ino), 0) != 0) {
+	struct record r = {.ino = ino, .posted_ns = bpf_ktime_get_ns()};
+	if (bpf_ringbuf_output(&ring, &r, sizeof(r), 0) != 0) {
 		__sync_fetch_and_add(&ring_lost, 1);
 		w->pending = 0;
 		return 0;

@@ -163,13 +163,21 @@ TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 	while (events_totals(g.id).t.passes < 1 && std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	ASSERT_EQ(events_totals(g.id).t.passes, 1u);
+	const auto before_cut = std::chrono::steady_clock::now();
 	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
 	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
 	while (sndbuf(c.p.client) < floor_size && std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	const auto restored = std::chrono::steady_clock::now();
 	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
 	EXPECT_GE(sndbuf(c.p.client), floor_size);
 	events_totals e(g.id);
+	// The record's wait for the thread: measured, and within the time
+	// from before the cut to the restore seen here (same clock).
+	EXPECT_GT(e.ev.max_wait_ns, 0u) << "the record's wait was not measured";
+	EXPECT_LE(e.ev.max_wait_ns, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+						 restored - before_cut)
+						 .count()));
 	EXPECT_EQ(e.t.passes, 1u); // the first only: the record did it
 	EXPECT_EQ(e.t.interval_us, 0u);
 	EXPECT_GE(e.ev.records, 1u);

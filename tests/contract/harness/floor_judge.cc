@@ -73,10 +73,13 @@ floor_judgment judge_floors(const scenario_result &r)
 		m.d = driver_from_name(g.driver);
 		m.mode = mode_name(m.a, m.d);
 		m.sockets = g.sockets;
-		m.late_us = g.max_late_us;
 		m.net_bound_us = g.bound_us;
 		m.events_on = m.d == guard_driver::events && g.events_err == 0;
-		m.bound_us = m.events_on ? guard_event_bound_us + g.max_late_us : g.bound_us;
+		// The scheduler's share: how late the passes began, or where
+		// records drive the guard how long they waited for its thread.
+		m.late_us = m.events_on ? g.max_wait_us : g.max_late_us;
+		m.pass_late_us = g.max_late_us;
+		m.bound_us = m.events_on ? guard_event_bound_us + m.late_us : g.bound_us;
 		m.restored_by_record = g.restored_events;
 		std::vector<int64_t> lengths;
 		for (const auto &s : r.sockets) {

@@ -10,11 +10,11 @@
 //   late_us);
 // - events, reserve (an events guard with SOCKBUF_GUARD_RESERVE_MEM): a
 //   cut made in a function the guard's programs watch is restored on its
-//   record within SOCKBUF_GUARD_EVENT_BOUND_US plus the guard's measured
-//   lateness (the scheduler's share, reported apart); any other dip within the
-//   safety net's bound (its interval, 1 s by default, plus one pass and
-//   the lateness).  Where the kernel clock saw watched cuts restored by a
-//   write, some restore must have come from a record.
+//   record within SOCKBUF_GUARD_EVENT_BOUND_US plus the longest a record
+//   waited for the guard's thread (max_wait_ns: the scheduler's share,
+//   reported apart as late_us); any other dip within the safety net's bound (its interval, 1 s by
+//   default, plus one pass and the lateness).  Where the kernel clock saw watched cuts restored by
+//   a write, some restore must have come from a record.
 //
 // Used by C3 for its verdict and by the JSON report (floor_judge).
 #pragma once
@@ -50,7 +50,9 @@ struct mode_judgment {
 	dip_summary dips;	  // lengths in us (kernel) or upper bounds
 	int64_t bound_us = 0;	  // the mode's bound: event bound where events ran
 	int64_t net_bound_us = 0; // events, reserve: the safety net's bound
-	int64_t late_us = 0;	  // the guard's measured lateness (max)
+	int64_t late_us = 0;	  // the scheduler's share in bound_us (max): passes'
+				  // lateness, or where events ran records' wait
+	int64_t pass_late_us = 0; // passes' lateness (in net_bound_us)
 	bool events_on = false;	  // the guard's programs drove it
 	uint64_t restored_by_record = 0;
 	uint64_t watched_cuts = 0; // kernel: dips that began at a watched cut

@@ -245,6 +245,9 @@ struct guard_stats {
 	// (dropped), sockets read at or above their floor, failed clears of
 	// a pending mark.
 	uint64_t dropped = 0, not_below = 0, clear_failed = 0;
+	// The longest a record waited for the guard's thread (max_wait_ns):
+	// the scheduler's share of the event path.
+	int64_t max_wait_us = 0;
 };
 
 struct sampler_stats {

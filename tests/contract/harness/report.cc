@@ -95,6 +95,7 @@ json floor_judge_json(const scenario_result &r)
 		if (m.d == guard_driver::events) {
 			o["events"] = m.events_on;
 			o["net_bound_us"] = m.net_bound_us;
+			o["pass_late_us"] = m.pass_late_us;
 			o["restored_by_record"] = m.restored_by_record;
 			o["watched_cuts"] = m.watched_cuts;
 			o["cuts_by_function"] = m.cuts_by_function;

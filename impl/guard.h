@@ -207,7 +207,7 @@ private:
 	// record, so every round looks at them (and clears again) as if
 	// they had posted one.  Under pass_mu_.
 	std::vector<uint32_t> ev_unclear_;
-	unsigned int net_interval_us_ = 1'000'000;
+	unsigned int net_interval_us_ = SOCKBUF_GUARD_NET_DEFAULT_US;
 	int wake_fd_ = -1;  // eventfd: stop() wakes the events thread
 	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring
 	struct sockbuf_guard_event_totals ev_stats_ = {}; // under mu_

@@ -569,13 +569,21 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * on it and restores the sockets named, through the same restore and
  * identity check as a pass.  Passes become a safety net for cuts made
  * elsewhere (setsockopt, kTLS offload, MPTCP, lost records):
- * every 1 s by default (sockbuf_guard_set_net_interval()), whatever the
- * interval given to sockbuf_guard_start() or sockbuf_guard_timerfd(),
- * which stays the polling interval where events are unavailable.  Needs
- * CAP_BPF and CAP_PERFMON (or root), BTF, fexit and the BPF ring buffer
- * (Linux 5.8) and a library built with libbpf; where any is missing the
- * guard polls as without the flag and sockbuf_guard_events() says why. */
+ * every SOCKBUF_GUARD_NET_DEFAULT_US (60 s) by default (sockbuf_guard_set_net_interval()), whatever
+ * the interval given to sockbuf_guard_start() or sockbuf_guard_timerfd(), which stays the polling
+ * interval where events are unavailable.  Needs CAP_BPF and CAP_PERFMON (or root), BTF, fexit and
+ * the BPF ring buffer (Linux 5.8) and a library built with libbpf; where any is missing the guard
+ * polls as without the flag and sockbuf_guard_events() says why. */
 #define SOCKBUF_GUARD_EVENTS (1u << 6)
+/* The safety net's default interval (sockbuf_guard_set_net_interval()), in
+ * microseconds.  On plain TCP every function that lowers a buffer is
+ * watched on Linux 5.10 to 7.2 (docs/results/kernel-sources/
+ * send-buffer-cuts.md; kTLS device offload and MPTCP are not), a lost
+ * record makes the next pass a full one at once, and a failed clear is
+ * retried each round: the net is left with what nothing watches.  A pass
+ * over 10,000 sockets takes 8-22 ms natively, so once a minute it costs
+ * under 0.05 % of a core (docs/performance.md). */
+#define SOCKBUF_GUARD_NET_DEFAULT_US 60000000u
 /* How long a cut that the event programs saw may leave a buffer below its
  * floor, in microseconds, from the exit of the kernel function that made
  * it to the exit of the guard's setsockopt() that restores it, besides the
@@ -993,9 +1001,9 @@ SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_
  * sockbuf_guard_set_net_interval() - the safety net's interval.
  * @guard:       the guard.
  * @interval_us: between full passes while events drive the guard
- *               (SOCKBUF_GUARD_EVENTS), 100 to 60,000,000; 1,000,000 by
- *               default.  Takes effect at the next sockbuf_guard_start()
- *               or sockbuf_guard_timerfd().
+ *               (SOCKBUF_GUARD_EVENTS), 100 to 60,000,000;
+ *               SOCKBUF_GUARD_NET_DEFAULT_US (60,000,000) by default.  Takes effect at the next
+ * sockbuf_guard_start() or sockbuf_guard_timerfd().
  *
  * Return: 0, or -EBADF, -EINVAL (out of range).
  */

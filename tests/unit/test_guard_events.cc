@@ -114,7 +114,7 @@ TEST(GuardEvents, BadInput)
 	ASSERT_EQ(sockbuf_guard_event_stats(g.id, &t), 0);
 	EXPECT_EQ(t.err, -EPERM); // not asked for
 	EXPECT_EQ(t.attached, 0u);
-	EXPECT_EQ(t.net_interval_us, 1'000'000u);
+	EXPECT_EQ(t.net_interval_us, SOCKBUF_GUARD_NET_DEFAULT_US);
 }
 
 // Which functions are attached on this kernel, said in the test's output.

@@ -6,12 +6,12 @@
 //   poll:        passes every 10 ms (sockbuf_guard_start(g, 10000));
 //   bpf:         the same, each pass one BPF iterator (SOCKBUF_GUARD_BPF);
 //   events:      SOCKBUF_GUARD_EVENTS, passes only as the safety net
-//                (the library's default 1 s);
+//                (the library's default, SOCKBUF_GUARD_NET_DEFAULT_US);
 //   events+bpf:  the same, the safety net's pass a BPF iterator;
-//   events@5s, events@20s, events+bpf@20s: the safety net every 5 or
-//                20 s (sockbuf_guard_set_net_interval()): where the
+//   events@1s, events@5s, events@20s, events+bpf@20s: the safety net
+//                every 1, 5 or 20 s (sockbuf_guard_set_net_interval()): where the
 //                cost with nothing cut goes as the net is stretched;
-//   poll@1s, poll@20s, bpf@1s, bpf@20s: polling at the safety net's
+//   poll@1s, poll@20s, poll@60s, bpf@1s, bpf@20s, bpf@60s: polling at the safety net's
 //                intervals, the same passes without the programs: what
 //                the net costs where fexit is refused (natively here).
 // Per round: the process's CPU time over the window as a share of one
@@ -62,13 +62,16 @@ const arm all_arms[] = {{"poll", 0, 0},
 			{"bpf", SOCKBUF_GUARD_BPF, 0},
 			{"events", SOCKBUF_GUARD_EVENTS, 0},
 			{"events+bpf", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 0},
+			{"events@1s", SOCKBUF_GUARD_EVENTS, 1'000'000},
 			{"events@5s", SOCKBUF_GUARD_EVENTS, 5'000'000},
 			{"events@20s", SOCKBUF_GUARD_EVENTS, 20'000'000},
 			{"events+bpf@20s", SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_BPF, 20'000'000},
 			{"poll@1s", 0, 1'000'000},
 			{"poll@20s", 0, 20'000'000},
+			{"poll@60s", 0, 60'000'000},
 			{"bpf@1s", SOCKBUF_GUARD_BPF, 1'000'000},
-			{"bpf@20s", SOCKBUF_GUARD_BPF, 20'000'000}};
+			{"bpf@20s", SOCKBUF_GUARD_BPF, 20'000'000},
+			{"bpf@60s", SOCKBUF_GUARD_BPF, 60'000'000}};
 
 // Room for 2 * @n sockets and the listener (root may raise the hard limit).
 void raise_nofile(int n)

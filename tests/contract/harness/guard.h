@@ -10,12 +10,12 @@
 //   a pass runs, never this code);
 // - guard_driver::events: sockbuf_guard_start() on a guard made with
 //   SOCKBUF_GUARD_EVENTS: the thread wakes on the kernel's cuts, passes
-//   are the safety net (every 1 s, the library's default); where the
+//   are the safety net (every minute, the library's default); where the
 //   event source does not load it polls at the interval, and says why.
 //
 // The lib_reserve arm has a guard of its own: SOCKBUF_GUARD_RESERVE_MEM
 // and SOCKBUF_GUARD_EVENTS in their default configuration (the safety net
-// every 1 s), held to the events promise (harness/floor_judge.h).
+// every minute), held to the events promise (harness/floor_judge.h).
 //
 // Neither driver's thread gets the sampler's real-time scheduling: both run
 // as an application's threads run.  This adapter registers the sockets,

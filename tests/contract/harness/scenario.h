@@ -20,7 +20,7 @@ struct profile {
 	bool privileged = false;   // CAP_NET_ADMIN in the initial namespace
 	uint32_t sample_period_us = 500;
 	// The floor guards' polling interval: the library's usual 10 ms (the
-	// events driver's safety net keeps the library's default, 1 s).
+	// events driver's safety net keeps the library's default, a minute).
 	uint32_t guard_period_us = 10000;
 	// The floor guard's driver of a scenario's first lib_initial
 	// connection (int(guard_driver)); the arm's connections alternate

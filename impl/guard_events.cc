@@ -73,6 +73,8 @@ int event_source::on_record(void *ctx, void *data, size_t len)
 		    int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec - int64_t(r.posted_ns);
 		if (waited > 0 && uint64_t(waited) > self->max_wait_ns_)
 			self->max_wait_ns_ = uint64_t(waited);
+		if (r.point < n_points)
+			self->records_at_[r.point]++;
 		try {
 			self->sink_->push_back(ino);
 		} catch (...) {

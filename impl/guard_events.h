@@ -32,7 +32,7 @@ static_assert(sizeof(watched) == 12);
 // bpf/guard_events.bpf.c: struct record, what one cut posts.
 struct record {
 	uint32_t ino;
-	uint32_t pad;
+	uint32_t point;	    // the program that posted it (records_at())
 	uint64_t posted_ns; // bpf_ktime_get_ns(): CLOCK_MONOTONIC
 };
 static_assert(sizeof(record) == 16);
@@ -86,6 +86,11 @@ public:
 	// The longest a record drained so far waited in the ring, from its
 	// post to drain() (ns): the scheduler's share of the event path.
 	uint64_t max_wait_ns() const { return max_wait_ns_; }
+	// Records drained so far per program: __sk_mem_raise_allocated,
+	// tcp_check_space/__tcp_check_space, sk_page_frag_refill,
+	// tcp_stream_alloc_skb/sk_stream_alloc_skb.
+	static constexpr size_t n_points = 4;
+	const uint64_t *records_at() const { return records_at_; }
 
 #ifdef SOCKBUF_TEST_SEAM
 	// Adds @n to the lost count, as a full ring would.
@@ -109,6 +114,7 @@ private:
 	unsigned int attached_ = 0;
 	std::vector<uint32_t> *sink_ = nullptr; // drain()'s, for the callback
 	uint64_t max_wait_ns_ = 0;
+	uint64_t records_at_[n_points] = {};
 #ifdef SOCKBUF_TEST_SEAM
 	int fail_clears_ = 0;
 #endif

@@ -962,9 +962,15 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  kernel, at the cut) and the guard's thread reading it:
  *                  the scheduler's share of the event path, as
  *                  max_late_us of sockbuf_guard_totals is for passes.
+ * @records_at:     records read per function that posted them, in the
+ *                  order of the SOCKBUF_GUARD_EV_* bits without the
+ *                  renames: [0] __sk_mem_raise_allocated(), [1]
+ *                  tcp_check_space() or __tcp_check_space(), [2]
+ *                  sk_page_frag_refill(), [3] tcp_stream_alloc_skb() or
+ *                  sk_stream_alloc_skb(); 32-bit, wrapping.
  *
- * @total_round_ns, @clear_failed, @not_below and @max_wait_ns were taken
- * from @reserved (the struct keeps its size).
+ * @total_round_ns, @clear_failed, @not_below, @max_wait_ns and @records_at
+ * were taken from @reserved (the struct keeps its size).
  */
 struct sockbuf_guard_event_totals {
 	int err;
@@ -981,7 +987,7 @@ struct sockbuf_guard_event_totals {
 	uint64_t clear_failed;
 	uint64_t not_below;
 	uint64_t max_wait_ns;
-	uint64_t reserved[2];
+	uint32_t records_at[4];
 };
 
 /**

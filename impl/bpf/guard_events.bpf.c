@@ -60,7 +60,7 @@ struct {
 // impl/guard_events.cc: struct record, the same layout.
 struct record {
 	__u32 ino;
-	__u32 pad;
+	__u32 point; // which program posted it: 0-3, in the order below
 	__u64 posted_ns;
 };
 
@@ -78,7 +78,7 @@ __u64 posted = 0;    // records posted
 __s32 max_snd = 0;
 __s32 max_rcv = 0;
 
-static __always_inline int look(struct sock *sk)
+static __always_inline int look(struct sock *sk, __u32 point)
 {
 	if (!sk)
 		return 0;
@@ -101,7 +101,7 @@ static __always_inline int look(struct sock *sk)
 	if (w->pending)
 		return 0;
 	w->pending = 1;
-	struct record r = {.ino = ino, .posted_ns = bpf_ktime_get_ns()};
+	struct record r = {.ino = ino, .point = point, .posted_ns = bpf_ktime_get_ns()};
 	if (bpf_ringbuf_output(&ring, &r, sizeof(r), 0) != 0) {
 		__sync_fetch_and_add(&ring_lost, 1);
 		w->pending = 0;
@@ -116,25 +116,25 @@ static __always_inline int look(struct sock *sk)
 SEC("fexit/__sk_mem_raise_allocated")
 int on_mem_raise(unsigned long long *ctx)
 {
-	return look((struct sock *)ctx[0]);
+	return look((struct sock *)ctx[0], 0);
 }
 
 SEC("fexit/tcp_check_space")
 int on_check_space(unsigned long long *ctx)
 {
-	return look((struct sock *)ctx[0]);
+	return look((struct sock *)ctx[0], 1);
 }
 
 SEC("fexit/sk_page_frag_refill")
 int on_frag_refill(unsigned long long *ctx)
 {
-	return look((struct sock *)ctx[0]);
+	return look((struct sock *)ctx[0], 2);
 }
 
 SEC("fexit/tcp_stream_alloc_skb")
 int on_alloc_skb(unsigned long long *ctx)
 {
-	return look((struct sock *)ctx[0]);
+	return look((struct sock *)ctx[0], 3);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

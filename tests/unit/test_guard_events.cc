@@ -175,6 +175,11 @@ TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 	// The record's wait for the thread: measured, and within the time
 	// from before the cut to the restore seen here (same clock).
 	EXPECT_GT(e.ev.max_wait_ns, 0u) << "the record's wait was not measured";
+	// Every record read is counted at the function that posted it.
+	uint64_t at = 0;
+	for (const uint32_t n : e.ev.records_at)
+		at += n;
+	EXPECT_EQ(at, e.ev.records);
 	EXPECT_LE(e.ev.max_wait_ns, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
 						 restored - before_cut)
 						 .count()));

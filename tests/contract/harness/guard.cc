@@ -194,6 +194,8 @@ guard_stats floor_guard::stats() const
 		g.not_below = e.not_below;
 		g.clear_failed = e.clear_failed;
 		g.max_wait_us = int64_t(e.max_wait_ns / 1000);
+		for (size_t k = 0; k < 4; k++)
+			g.records_at[k] = e.records_at[k];
 		g.round_total_us = int64_t(e.total_round_ns / 1000);
 		if (e.err == 0 && e.net_interval_us > interval)
 			interval = e.net_interval_us;

@@ -248,6 +248,8 @@ struct guard_stats {
 	// The longest a record waited for the guard's thread (max_wait_ns):
 	// the scheduler's share of the event path.
 	int64_t max_wait_us = 0;
+	// Records per function that posted them (records_at).
+	uint32_t records_at[4] = {};
 };
 
 struct sampler_stats {

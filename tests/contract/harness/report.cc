@@ -105,6 +105,19 @@ json floor_judge_json(const scenario_result &r)
 	return j;
 }
 
+// An events guard's records per function that posted them (both names
+// where the kernel renamed one).
+json records_at_json(const guard_stats &g)
+{
+	static const char *const names[4] = {
+	    "__sk_mem_raise_allocated", "tcp_check_space/__tcp_check_space", "sk_page_frag_refill",
+	    "tcp_stream_alloc_skb/sk_stream_alloc_skb"};
+	json j = json::object();
+	for (size_t k = 0; k < 4; k++)
+		j[names[k]] = g.records_at[k];
+	return j;
+}
+
 json dips_json(const dip_summary &d)
 {
 	json j = {{"count", d.count},
@@ -396,7 +409,9 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			      {"restored_passes", g.restored_passes},
 			      {"dropped", g.dropped},
 			      {"not_below", g.not_below},
-			      {"clear_failed", g.clear_failed}};
+			      {"clear_failed", g.clear_failed},
+			      {"max_wait_us", g.max_wait_us},
+			      {"records_at", records_at_json(g)}};
 		drivers.push_back({{"driver", g.driver},
 				   {"arm", arm_name(g.a)},
 				   {"event_source", ev},

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The public sockbuf_guard_*() calls: ids to guards through a small table,
-// then the guard does the work (guard.cc).  A call holds a reference to
-// its guard, so destroying a guard while another thread uses it is safe:
-// that call finishes on the guard it started with.
+// then the guard does the work (guard.cc and the guard_*.cc beside it).  A call holds a reference
+// to its guard, so destroying a guard while another thread uses it is safe: that call finishes on
+// the guard it started with.
 #include "guard.h"
 #include "probe.h"
 

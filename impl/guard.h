@@ -3,7 +3,11 @@
 // floors, a pass that finds and restores those below, and the two ways to
 // drive passes (a thread, or a timerfd in the caller's loop).  Guards are
 // named by ids through a small table (api_guard.cc), so that a destroyed
-// guard's id gives -EBADF instead of a dangling pointer.
+// guard's id gives -EBADF instead of a dangling pointer.  The class is
+// defined in files of one job each: guard.cc (the set, add, remove,
+// totals), guard_read.cc (the size sources), guard_pass.cc (check and
+// restore), guard_round.cc (the event source's rounds) and
+// guard_drivers.cc (thread, timerfd, fork).
 //
 // What a pass reads: one SO_MEMINFO per socket when both directions are
 // floored (SO_SNDBUF or SO_RCVBUF when one is; both where the kernel has

@@ -149,7 +149,11 @@ private:
 	void index_add(size_t i);
 	void index_drop(size_t i);
 	void run_thread(unsigned int interval_us);
-	void run_thread_events(unsigned int net_us);
+	void run_thread_events(unsigned int net_us, unsigned int poll_us);
+	// With events and a timerfd: re-arms the timer to fire after the
+	// polling interval while a mark could not be cleared.  Caller holds
+	// pass_mu_.
+	void rearm_for_unclear();
 	int run_pass(bool full, struct sockbuf_guard_report *out);  // caller holds pass_mu_
 	void full_pass(pid_t self, struct sockbuf_guard_report *p); // caller holds pass_mu_
 	bool events_round(struct sockbuf_guard_report *p);	    // true: records were lost
@@ -212,6 +216,10 @@ private:
 	// they had posted one.  Under pass_mu_.
 	std::vector<uint32_t> ev_unclear_;
 	unsigned int net_interval_us_ = SOCKBUF_GUARD_NET_DEFAULT_US;
+	// The interval the caller gave start() or timerfd(): with events on,
+	// how soon a socket whose mark could not be cleared (it posts no
+	// record) is looked at again, rather than at the next net's pass.
+	std::atomic<unsigned int> poll_us_{0};
 	int wake_fd_ = -1;  // eventfd: stop() wakes the events thread
 	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring
 	struct sockbuf_guard_event_totals ev_stats_ = {}; // under mu_

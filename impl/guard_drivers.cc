@@ -91,7 +91,7 @@ void floor_guard::after_fork_child()
 // the wait ends on records, on stop, or when the safety net's full pass
 // is due.  A round on records restores the sockets named; the full pass
 // keeps the rule of the polling thread (rest at least as long as it took).
-void floor_guard::run_thread_events(unsigned int net_us)
+void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 {
 	const int64_t net_ns = int64_t(net_us) * 1000;
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -104,22 +104,28 @@ void floor_guard::run_thread_events(unsigned int net_us)
 	if (!ok) {
 		if (ep >= 0)
 			::close(ep);
-		run_thread(net_us); // never unguarded: the net's interval, polling
+		run_thread(poll_us); // never unguarded: polling, as without events
 		return;
 	}
 	int64_t next_full = 0;
 	while (stop_word_.load(std::memory_order_acquire) == 0) {
 		const int64_t begin = now_ns();
 		const bool due = begin >= next_full;
+		bool unclear;
 		{
 			std::lock_guard<std::mutex> pass_lock(pass_mu_);
 			run_pass(due, nullptr);
+			unclear = !ev_unclear_.empty();
 		}
 		if (due) {
 			const int64_t end = now_ns();
 			next_full = std::max(begin + net_ns, end + (end - begin));
 		}
-		const int64_t left = next_full - now_ns();
+		int64_t left = next_full - now_ns();
+		// A socket whose mark stuck posts no record: look again at the
+		// polling interval, not at the net's.
+		if (unclear)
+			left = std::min(left, int64_t(poll_us) * 1000);
 		const int timeout_ms = left <= 0 ? 0 : int((left + 999'999) / 1'000'000);
 		struct epoll_event got[2];
 		const int r = epoll_wait(ep, got, 2, timeout_ms);
@@ -173,9 +179,12 @@ int floor_guard::start(unsigned int interval_us)
 	}
 	const unsigned int net_us = net_interval_us_;
 	set_interval(events ? net_us : interval_us);
+	poll_us_.store(interval_us, std::memory_order_relaxed);
 	try {
 		if (events)
-			thread_ = std::thread([this, net_us] { run_thread_events(net_us); });
+			thread_ = std::thread([this, net_us, interval_us] {
+				run_thread_events(net_us, interval_us);
+			});
 		else
 			thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
 	} catch (const std::system_error &) {
@@ -218,6 +227,7 @@ int floor_guard::timerfd(unsigned int interval_us)
 	// With events on the timer is the safety net's, and the caller gets
 	// an epoll fd holding it and the ring.
 	const bool events = events_on();
+	poll_us_.store(interval_us, std::memory_order_relaxed);
 	if (events)
 		interval_us = net_interval_us_;
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -257,6 +267,24 @@ int floor_guard::timerfd(unsigned int interval_us)
 	epoll_fd_ = ep;
 	timer_owner_ = getpid();
 	return ep >= 0 ? ep : fd;
+}
+
+void floor_guard::rearm_for_unclear()
+{
+	if (ev_unclear_.empty())
+		return;
+	std::lock_guard<std::mutex> lock(mu_);
+	if (epoll_fd_ < 0 || timer_fd_ < 0 || timer_owner_ != getpid())
+		return;
+	const unsigned int poll = poll_us_.load(std::memory_order_relaxed);
+	const unsigned int net = interval_us_.load(std::memory_order_relaxed);
+	struct itimerspec its = {};
+	its.it_value.tv_sec = poll / 1'000'000;
+	its.it_value.tv_nsec = long(poll % 1'000'000) * 1000;
+	its.it_interval.tv_sec = net / 1'000'000;
+	its.it_interval.tv_nsec = long(net % 1'000'000) * 1000;
+	// Fails only on a bad fd: the net's timer then stays as it was.
+	(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
 }
 
 void floor_guard::set_interval(unsigned int interval_us)

@@ -175,7 +175,9 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 			       expirations > 0;
 		}
 	}
-	return run_pass(full, out);
+	const int ret = run_pass(full, out);
+	rearm_for_unclear();
+	return ret;
 }
 
 // The records first (with events on), then a full pass if @full or records

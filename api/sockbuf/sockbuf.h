@@ -589,12 +589,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * it to the exit of the guard's setsockopt() that restores it, besides the
  * time the record waited for the guard's thread (max_wait_ns of
  * sockbuf_guard_event_totals, which the guard measures: the scheduler's
- * share).  The contract suite checks every such cut against this plus
- * that wait, timed on the kernel's clock (docs/contract.md, "The floor
- * judge").  Set from the slowest machines measured, qemu TCG guests of
- * two vCPUs where the guard's thread shares them with 80 busy sockets and
- * the suite's real-time sampler: up to 28 ms there, most of it the
- * thread preempted during its round; about 1 ms at the median. */
+ * share), that wait counted up to this bound again.  The contract suite
+ * checks every such cut against it on the kernel's clock (docs/contract.md,
+ * "The floor judge", with the figures measured on the slowest machines it
+ * runs on, qemu TCG guests). */
 #define SOCKBUF_GUARD_EVENT_BOUND_US 50000
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
@@ -953,8 +951,10 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  map could not allocate).  Each is tried again at once;
  *                  a socket whose mark stays set posts no record, so
  *                  every round looks at it and clears again until one
- *                  succeeds; meanwhile its cuts wait for a round woken by
- *                  another record or the safety net.
+ *                  succeeds; meanwhile the guard makes a round every
+ *                  polling interval (the one given to sockbuf_guard_start()
+ *                  or sockbuf_guard_timerfd(), whose timer then fires at
+ *                  it), not only on records and the safety net.
  * @not_below:      sockets a round read (named by a record, or with a
  *                  mark it could not clear) that were at or above their
  *                  floor (nothing to restore).

@@ -386,6 +386,81 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 	EXPECT_EQ(e.ev.restored_passes, 0u);
 }
 
+// A socket whose mark could not be cleared posts no record: the caller's
+// loop is woken at its own polling interval (10 ms here) to look at it
+// again, not at the safety net's minute.
+TEST(GuardEvents, StuckMarkWakesTheTimerfdLoopAtThePollingInterval)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_GE(efd, 0);
+	struct pollfd pfd = {efd, POLLIN, 0};
+	struct sockbuf_guard_report rep;
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 2), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(events_totals(g.id).ev.clear_failed, 2u) << "the mark did not stick";
+	// Cut again: no record can come, yet the loop is woken.
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	const auto t0 = std::chrono::steady_clock::now();
+	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "not woken while a mark is stuck";
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
+	EXPECT_GE(sndbuf(c.p.client), floor_size);
+}
+
+// The same for the library's thread: it looks again at the polling
+// interval while a mark is stuck.
+TEST(GuardEvents, StuckMarkIsLookedAtByTheThreadAtThePollingInterval)
+{
+	const std::string why = events_missing();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	if (!has_buf_lock())
+		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
+	guard_id g(SOCKBUF_GUARD_EVENTS);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	cut_pair c(g.id);
+	ASSERT_TRUE(c.ok);
+	// Every clear fails for the whole test: the mark stays set, so no
+	// second record can come (nor can a stray one from the first cut,
+	// posted by another CPU, clear it).
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 1'000'000), 0);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	auto restored_within = [&](std::chrono::seconds limit) {
+		const auto until = std::chrono::steady_clock::now() + limit;
+		while (sndbuf(c.p.client) < floor_size && std::chrono::steady_clock::now() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		return sndbuf(c.p.client) >= floor_size;
+	};
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_TRUE(restored_within(std::chrono::seconds(5))) << "the record was not acted on";
+	// The round's clears failed: the mark stuck.
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (events_totals(g.id).ev.clear_failed < 2 &&
+	       std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_GE(events_totals(g.id).ev.clear_failed, 2u);
+	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	EXPECT_TRUE(restored_within(std::chrono::seconds(2)))
+	    << "a cut of a socket with a stuck mark waited for the safety net";
+	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+}
+
 // One failed clear, and its retry at once succeeds: the next cut posts.
 TEST(GuardEvents, FailedClearIsRetriedAtOnce)
 {

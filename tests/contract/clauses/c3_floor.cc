@@ -315,8 +315,12 @@ verdict judge_c3(const scenario_result &r)
 		tight.offer(gap.us, 0, gap.where, "no guarded socket");
 	v.lib.gap_ms = double(tight.gap_us) / 1e3;
 	v.lib.bound_ms = double(tight.bound_us) / 1e3;
-	if (v.lib.o != outcome::pass || fj.kernel)
-		return v; // the kernel's clock saw every dip: gaps hide nothing
+	if (v.lib.o != outcome::pass)
+		return v;
+	const mode_judgment *unjudged = nullptr;
+	for (const auto &m : fj.modes)
+		if (m.events_unjudged && !unjudged)
+			unjudged = &m;
 	if (!unproven.empty()) {
 		const judged_dip &j = *unproven.front();
 		v.lib.o = outcome::unverified;
@@ -325,7 +329,15 @@ verdict judge_c3(const scenario_result &r)
 		    "{:.1f} ms between samples ({} bound {:.1f} ms); seen: {}",
 		    unproven.size(), j.s->name, j.dir, double(j.seen_us) / 1e3, double(j.us) / 1e3,
 		    mode_name(j.s->a, j.s->driver), double(j.bound_us) / 1e3, why);
-	} else if (tight.past()) {
+	} else if (unjudged) {
+		v.lib.o = outcome::unverified;
+		v.lib.why =
+		    fmt::format("{} dips of the {} guard, timed by samples only: whether the "
+				"cuts its programs saw met the event bound cannot be told "
+				"without the kernel clock; seen: {}",
+				unjudged->dips_seen, unjudged->mode, why);
+	} else if (!fj.kernel && tight.past()) {
+		// With the kernel's clock every dip was timed, gaps or not.
 		v.lib.o = outcome::unverified;
 		v.lib.why =
 		    fmt::format("samples up to {:.1f} ms apart ({}), longer than the {:.0f} ms "

@@ -12,9 +12,13 @@
 //   cut made in a function the guard's programs watch is restored on its
 //   record within SOCKBUF_GUARD_EVENT_BOUND_US plus the longest a record
 //   waited for the guard's thread (max_wait_ns: the scheduler's share,
-//   reported apart as late_us); any other dip within the safety net's bound (its interval, 1 s by
-//   default, plus one pass and the lateness).  Where the kernel clock saw watched cuts restored by
-//   a write, some restore must have come from a record.
+//   reported apart as late_us), that wait counted up to the bound itself;
+//   any other dip within the safety net's bound (its interval, a minute
+//   by default, plus one pass and the passes' lateness).  Where the
+//   kernel clock saw watched cuts restored by a write, some restore must
+//   have come from a record.  Without the kernel clock the samples cannot
+//   tell watched cuts from others: dips of an events guard then leave the
+//   mode unverified.
 //
 // Used by C3 for its verdict and by the JSON report (floor_judge).
 #pragma once
@@ -61,7 +65,12 @@ struct mode_judgment {
 	std::vector<judged_dip> over;			  // longer than their bound: fail
 	std::vector<judged_dip> unproven;		  // sampled: cannot be ruled out
 	bool no_record_restores = false; // watched cuts written back, none by a record
+	uint64_t dips_seen = 0;		 // dips judged by their samples
+	// Events on, no kernel clock, and dips: whether they met the event
+	// bound cannot be told (unverified, not a pass).
+	bool events_unjudged = false;
 	bool ok() const { return over.empty() && !no_record_restores; }
+	bool verified() const { return unproven.empty() && !events_unjudged; }
 };
 
 struct floor_judgment {

@@ -119,9 +119,9 @@ public:
 private:
 	void close(int64_t after_us);
 	dip longest_, longest_seen_;
-	// The last two times a cycle read the buffer at or above the floor
-	// with no dip open (one source may read above and the other under in
-	// the same cycle: under wins, and the dip starts after the one before).
+	// The last two times a source read the buffer at or above the floor
+	// (one source may read above and the other under in the same cycle:
+	// under wins, and a dip starting there starts after the one before).
 	int64_t above_last_ = -1, above_prev_ = -1;
 };
 

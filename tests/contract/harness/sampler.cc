@@ -84,27 +84,26 @@ void track::end(int64_t t_us)
 void dip_log::note(int64_t t_us, bool below)
 {
 	if (!below) {
-		// Another source read it under the floor in this same cycle:
-		// under wins.
-		if (open.first_us >= 0) {
-			if (t_us != open.last_us && above_us < 0)
-				above_us = t_us;
-		} else if (t_us != above_last_) {
+		// The last two cycles that read at or above the floor (the
+		// start of a dip's upper bound), whether a dip is open or not.
+		if (t_us != above_last_) {
 			above_prev_ = above_last_;
 			above_last_ = t_us;
 		}
+		// Another source read it under the floor in this same cycle:
+		// under wins.
+		if (open.first_us >= 0 && t_us != open.last_us && above_us < 0)
+			above_us = t_us;
 		return;
 	}
 	// A cycle read at or above the floor by every source came between.
-	if (open.first_us >= 0 && above_us >= 0 && above_us < t_us) {
-		const int64_t above = above_us;
-		close(above);
-		above_prev_ = -1;
-		above_last_ = above;
-	}
+	if (open.first_us >= 0 && above_us >= 0 && above_us < t_us)
+		close(above_us);
 	above_us = -1;
 	if (open.first_us < 0) {
 		open.first_us = t_us;
+		// In this same cycle another source may have read it above:
+		// the cycle before that one then.
 		open.before_us = above_last_ < t_us ? above_last_ : above_prev_;
 	}
 	open.last_us = t_us;

@@ -95,14 +95,16 @@ void start_clock(const std::vector<socket_record> &sockets, floor_clock *c)
 	c->functions = kc.functions();
 }
 
-// Each socket's dips on the kernel's clock, from the traffic's start @t0,
-// ended at @end_ns.  Records of one direction that overlap (two CPUs
-// evaluating one socket at once) are one dip.
-void stop_clock(std::vector<socket_record> *sockets, int64_t t0, int64_t end_ns, floor_clock *c)
+// Each socket's dips on the kernel's clock, from the traffic's start @t0;
+// a dip still open is charged until @guards_stopped_ns, when the guards
+// stopped.  Records of one direction that overlap (in nanoseconds) are one
+// dip.
+void stop_clock(std::vector<socket_record> *sockets, int64_t t0, int64_t guards_stopped_ns,
+		floor_clock *c)
 {
 	if (!c->kernel)
 		return;
-	std::vector<clock_record> got = kernel_clock::get().end(end_ns, &c->lost);
+	std::vector<clock_record> got = kernel_clock::get().end(guards_stopped_ns, &c->lost);
 	std::map<uint32_t, socket_record *> by_ino;
 	for (auto &s : *sockets)
 		if ((s.a == arm::lib_initial || s.a == arm::lib_reserve) && s.r != role::listener)
@@ -110,22 +112,31 @@ void stop_clock(std::vector<socket_record> *sockets, int64_t t0, int64_t end_ns,
 	std::sort(got.begin(), got.end(), [](const clock_record &x, const clock_record &y) {
 		return x.start_ns < y.start_ns;
 	});
-	for (const auto &g : got) {
+	std::map<std::pair<uint32_t, int>, clock_record> open; // the dip being merged
+	auto emit = [&](const clock_record &g) {
 		auto it = by_ino.find(g.ino);
 		if (it == by_ino.end())
-			continue;
+			return;
 		auto &v = g.dir == 0 ? it->second->snd_kdips : it->second->rcv_kdips;
-		kernel_dip d = {(g.start_ns - t0) / 1000, (g.end_ns - t0) / 1000, g.start_fn,
-				g.end_fn};
-		if (!v.empty() && d.start_us <= v.back().end_us) {
-			if (d.end_us > v.back().end_us) {
-				v.back().end_us = d.end_us;
-				v.back().end_fn = d.end_fn;
+		v.push_back(
+		    {(g.start_ns - t0) / 1000, (g.end_ns - t0) / 1000, g.start_fn, g.end_fn});
+	};
+	for (const auto &g : got) {
+		auto key = std::make_pair(g.ino, g.dir);
+		auto it = open.find(key);
+		if (it != open.end() && g.start_ns <= it->second.end_ns) {
+			if (g.end_ns > it->second.end_ns || g.end_fn < 0) {
+				it->second.end_ns = std::max(it->second.end_ns, g.end_ns);
+				it->second.end_fn = g.end_fn;
 			}
 			continue;
 		}
-		v.push_back(d);
+		if (it != open.end())
+			emit(it->second);
+		open[key] = g;
 	}
+	for (const auto &[key, g] : open)
+		emit(g);
 	if (c->lost)
 		c->why = fmt::format("the kernel clock's ring lost {} dips", c->lost);
 }
@@ -220,12 +231,12 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		plan_during.join();
 	for (floor_guard *g : guards)
 		g->stop();
+	const int64_t guards_stopped = now_ns();
 	if (hooks.at_end)
 		hooks.at_end(set);
 	smp.stop();
-	const int64_t end_ns = now_ns();
-	stop_clock(&set.sockets, t0, end_ns, &out->clock);
-	out->seconds = double(end_ns - t0) / 1e9;
+	stop_clock(&set.sockets, t0, guards_stopped, &out->clock);
+	out->seconds = double(now_ns() - t0) / 1e9;
 	// The end state is what the guard's schedule left: a buffer below its
 	// floor now was not repaired in time, and C3 must see it.  The last
 	// pass runs after (its restore reports still count for C7).

@@ -20,8 +20,12 @@
 //     receive side's clamps and prunes, the send side's expansion),
 //     tcp_sendmsg_locked, tcp_recvmsg, and sock_setsockopt (the write
 //     that restores, whoever makes it).
-// Two CPUs that evaluate the same socket at once may each open or close
-// its dip (no compare-and-swap before 5.12); user space merges overlaps.
+// Two CPUs may evaluate the same socket at once (the guard's setsockopt()
+// exit and a segment's softirq): a dip is opened and closed by
+// compare-and-swap on its start time, so exactly one of them posts it
+// (BPF atomics, 5.12; the judge loads only from 6.1, see kernel_clock.cc).
+// At a scenario's end user space sets state.frozen and waits for
+// state.in_flight to drain before it reads what is left open.
 #include <linux/bpf.h>
 #include <linux/types.h>
 
@@ -57,38 +61,48 @@ struct {
 	__uint(max_entries, 1 << 22);
 } dips SEC(".maps");
 
-__u64 lost = 0;	    // dips the ring had no room for
-__s64 open_now = 0; // dips open (approximate under races; only a shortcut)
-// The largest floors watched: a socket at or above both, with no dip
-// open anywhere, leaves before the map lookup.
-__s32 max_floor[2] = {0, 0};
+// kernel_clock.cc: struct judge_state, the same layout; .bss holds it
+// alone, mapped by user space.
+struct judge_state {
+	__u64 lost;	    // dips the ring had no room for
+	__s64 open_now;	    // dips open: exact, each open and close counted once
+	__s32 max_floor[2]; // the largest floors watched (a shortcut below)
+	__u32 frozen;	    // 1: neither open nor close (between scenarios)
+	__s32 in_flight;    // programs past the frozen test, not yet done
+};
+struct judge_state state = {};
 
 static __always_inline void one(struct watch *w, __u32 ino, int dir, int size, __u32 fn, __u64 now)
 {
 	if (!w->floor[dir])
 		return;
+	__u64 since = w->since[dir];
 	if (size < w->floor[dir]) {
-		if (!w->since[dir]) {
-			w->since[dir] = now;
-			w->since_fn[dir] = fn;
-			__sync_fetch_and_add(&open_now, 1);
-		}
+		if (since)
+			return;
+		// The function is written before the start: a close racing
+		// this open reads a function that found the buffer below.
+		w->since_fn[dir] = fn;
+		if (__sync_val_compare_and_swap(&w->since[dir], 0, now) == 0)
+			__sync_fetch_and_add(&state.open_now, 1);
 		return;
 	}
-	if (!w->since[dir])
+	if (!since)
 		return;
+	const __u32 start_fn = w->since_fn[dir];
+	if (__sync_val_compare_and_swap(&w->since[dir], since, 0) != since)
+		return; // another CPU closed it
+	__sync_fetch_and_add(&state.open_now, -1);
 	struct dip_record r = {
 	    .ino = ino,
 	    .dir = (__u8)dir,
-	    .start_fn = (__u8)w->since_fn[dir],
+	    .start_fn = (__u8)start_fn,
 	    .end_fn = (__u8)fn,
-	    .start_ns = w->since[dir],
+	    .start_ns = since,
 	    .end_ns = now,
 	};
-	w->since[dir] = 0;
-	__sync_fetch_and_add(&open_now, -1);
 	if (bpf_ringbuf_output(&dips, &r, sizeof(r), 0) != 0)
-		__sync_fetch_and_add(&lost, 1);
+		__sync_fetch_and_add(&state.lost, 1);
 }
 
 static __always_inline int judge(struct sock *sk, __u32 fn)
@@ -96,7 +110,9 @@ static __always_inline int judge(struct sock *sk, __u32 fn)
 	if (!sk)
 		return 0;
 	int snd = sk->sk_sndbuf, rcv = sk->sk_rcvbuf;
-	if (snd >= max_floor[0] && rcv >= max_floor[1] && open_now <= 0)
+	// No dip open anywhere and this socket at or above every floor: it
+	// can neither open nor close one.
+	if (snd >= state.max_floor[0] && rcv >= state.max_floor[1] && state.open_now <= 0)
 		return 0;
 	struct socket *sock = sk->sk_socket;
 	if (!sock)
@@ -108,9 +124,13 @@ static __always_inline int judge(struct sock *sk, __u32 fn)
 	struct watch *w = bpf_map_lookup_elem(&watched, &ino);
 	if (!w)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	one(w, ino, 0, snd, fn, now);
-	one(w, ino, 1, rcv, fn, now);
+	__sync_fetch_and_add(&state.in_flight, 1);
+	if (!state.frozen) {
+		__u64 now = bpf_ktime_get_ns();
+		one(w, ino, 0, snd, fn, now);
+		one(w, ino, 1, rcv, fn, now);
+	}
+	__sync_fetch_and_add(&state.in_flight, -1);
 	return 0;
 }
 

@@ -13,10 +13,15 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <mutex>
+#include <sched.h>
+#include <sys/mman.h>
 #include <thread>
+#include <unistd.h>
 #endif
 
 namespace sockbuf::contract
@@ -70,16 +75,58 @@ int errno_or(int fallback)
 
 } // namespace
 
+// floor_judge.bpf.c's struct judge_state, all of its .bss.
+struct judge_state {
+	uint64_t lost;
+	int64_t open_now;
+	int32_t max_floor[2];
+	uint32_t frozen;
+	int32_t in_flight;
+};
+
+size_t bss_len()
+{
+	return size_t(sysconf(_SC_PAGESIZE));
+}
+
 struct kernel_clock::state {
 	bpf_object *obj = nullptr;
 	bpf_link *links[n_points] = {};
 	ring_buffer *rb = nullptr;
 	int map_fd = -1;
-	bpf_map *bss = nullptr;
-	std::mutex mu; // guards got
+	judge_state *js = nullptr; // the kernel's .bss, mapped
+	std::mutex mu;		   // guards got
 	std::vector<clock_record> got;
 	std::atomic<bool> stop{false};
-	std::thread drain;
+	std::thread drain; // between begin() and end() only
+
+	// The ring drained as records come, so that a run with many dips
+	// never fills it: one thread, the only reader while it runs.
+	void start_drain()
+	{
+		stop = false;
+		drain = std::thread([this] {
+			while (!stop)
+				ring_buffer__poll(rb, 50);
+		});
+	}
+	void stop_drain()
+	{
+		stop = true;
+		if (drain.joinable())
+			drain.join();
+	}
+
+	// No program opens or closes a dip once this returns (bounded: a
+	// program runs for microseconds; 1 s at most, then it goes on).
+	void freeze()
+	{
+		__atomic_store_n(&js->frozen, 1u, __ATOMIC_SEQ_CST);
+		const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+		while (__atomic_load_n(&js->in_flight, __ATOMIC_SEQ_CST) > 0 &&
+		       std::chrono::steady_clock::now() < until)
+			sched_yield();
+	}
 
 	static int on_record(void *ctx, void *data, size_t len)
 	{
@@ -96,32 +143,13 @@ struct kernel_clock::state {
 
 	~state()
 	{
-		stop = true;
-		if (drain.joinable())
-			drain.join();
-		ring_buffer__free(rb);
+		stop_drain();
 		for (auto *l : links)
 			bpf_link__destroy(l);
+		ring_buffer__free(rb);
+		if (js)
+			munmap(js, bss_len());
 		bpf_object__close(obj);
-	}
-
-	// The .bss counters (lost, open_now, max_floor) read or set whole.
-	struct bss_data {
-		uint64_t lost;
-		int64_t open_now;
-		int32_t max_floor[2];
-	};
-	bool read_bss(bss_data *out) const
-	{
-		const uint32_t zero = 0;
-		return bss &&
-		       bpf_map__lookup_elem(bss, &zero, sizeof(zero), out, sizeof(*out), 0) == 0;
-	}
-	bool write_bss(const bss_data &in) const
-	{
-		const uint32_t zero = 0;
-		return bss &&
-		       bpf_map__update_elem(bss, &zero, sizeof(zero), &in, sizeof(in), 0) == 0;
 	}
 };
 
@@ -145,10 +173,10 @@ void kernel_clock::load()
 	btf__free(vmlinux);
 
 	// Opens the object with each program aimed at its function (those
-	// with none, and @skip, not loaded) and loads it.
+	// with none not loaded) and loads it.
 	std::string what;
 	bpf_program *progs[n_points] = {};
-	auto open_load = [&](std::unique_ptr<state> *out, int skip) {
+	auto open_load = [&](std::unique_ptr<state> *out) {
 		auto st = std::make_unique<state>();
 		errno = 0;
 		st->obj = bpf_object__open_mem(floor_judge_bpf_object,
@@ -163,7 +191,7 @@ void kernel_clock::load()
 			what = points[k].program;
 			if (!progs[k])
 				err = -ENOENT;
-			else if (!target[k] || int(k) == skip)
+			else if (!target[k])
 				err = bpf_program__set_autoload(progs[k], false);
 			else
 				err = bpf_program__set_attach_target(progs[k], 0, target[k]);
@@ -177,31 +205,32 @@ void kernel_clock::load()
 		return err;
 	};
 	std::unique_ptr<state> st;
-	int err = open_load(&st, -1);
-	// sock_setsockopt() takes a struct by value (sockptr_t): trampolines
-	// take those from 6.1 only.  Without the write's exit no dip's end is
-	// seen when it happens: say so rather than time ends late.
-	constexpr int setsockopt_point = 7;
-	if (err == -EINVAL && target[setsockopt_point]) {
-		std::unique_ptr<state> probe;
-		if (open_load(&probe, setsockopt_point) == 0) {
-			libbpf_set_print(old);
-			err_ = err;
-			why_ = "fexit on sock_setsockopt refused (its sockptr_t argument: "
-			       "trampolines take struct arguments from 6.1), so the end of a dip "
-			       "cannot be timed";
-			return;
-		}
-	}
+	int err = open_load(&st);
+	// What this kernel lacks when the verifier says EINVAL: the programs
+	// open and close dips by compare-and-swap (BPF atomics, 5.12), and
+	// sock_setsockopt() takes a struct by value (sockptr_t), which
+	// trampolines take from 6.1 only.
+	if (err == -EINVAL)
+		what = "load (the judge needs BPF compare-and-swap, Linux 5.12, and fexit on "
+		       "sock_setsockopt(), whose sockptr_t argument trampolines take from 6.1)";
 	if (err == 0) {
 		st->map_fd = bpf_map__fd(bpf_object__find_map_by_name(st->obj, "watched"));
-		st->bss = bpf_object__find_map_by_name(st->obj, ".bss");
+		bpf_map *bss = bpf_object__find_map_by_name(st->obj, ".bss");
 		bpf_map *ring = bpf_object__find_map_by_name(st->obj, "dips");
-		if (st->map_fd < 0 || !st->bss || !ring ||
-		    bpf_map__value_size(st->bss) != sizeof(state::bss_data)) {
+		void *m = MAP_FAILED;
+		if (st->map_fd < 0 || !bss || !ring ||
+		    bpf_map__value_size(bss) != sizeof(judge_state)) {
 			err = -ENOENT;
 			what = "maps";
+		} else if ((m = mmap(nullptr, bss_len(), PROT_READ | PROT_WRITE, MAP_SHARED,
+				     bpf_map__fd(bss), 0)) == MAP_FAILED) {
+			err = errno_or(-EINVAL);
+			what = "mapping .bss";
 		} else {
+			st->js = static_cast<judge_state *>(m);
+			// Frozen until the first begin(): attached programs do
+			// nothing before a scenario watches its sockets.
+			__atomic_store_n(&st->js->frozen, 1u, __ATOMIC_SEQ_CST);
 			st->rb = ring_buffer__new(bpf_map__fd(ring), state::on_record, st.get(),
 						  nullptr);
 			if (!st->rb) {
@@ -233,13 +262,6 @@ void kernel_clock::load()
 				   std::strerror(-err));
 		return;
 	}
-	// Records are read as they come: a run with many dips never fills
-	// the ring.  Bounded: end() and the destructor stop it.
-	state *raw = st.get();
-	st->drain = std::thread([raw] {
-		while (!raw->stop)
-			ring_buffer__poll(raw->rb, 50);
-	});
 	st_ = std::move(st);
 	err_ = 0;
 	std::string names;
@@ -253,7 +275,8 @@ int kernel_clock::begin(const std::vector<watch_spec> &sockets)
 {
 	if (!st_)
 		return err_;
-	// Forget the last scenario: its sockets, and dips it left.
+	// Frozen since the last end(): forget its sockets and what is left
+	// in the ring, then watch these and thaw.
 	uint32_t key, next;
 	std::vector<uint32_t> keys;
 	for (uint32_t *k = nullptr; bpf_map_get_next_key(st_->map_fd, k, &next) == 0; k = &key) {
@@ -263,38 +286,40 @@ int kernel_clock::begin(const std::vector<watch_spec> &sockets)
 	for (uint32_t k : keys)
 		bpf_map_delete_elem(st_->map_fd, &k);
 	ring_buffer__consume(st_->rb);
-	{
-		std::lock_guard<std::mutex> lock(st_->mu);
-		st_->got.clear();
-	}
-	state::bss_data b = {};
+	st_->got.clear();
 	int ret = 0;
+	int32_t max_snd = 0, max_rcv = 0;
 	for (const auto &s : sockets) {
 		watch w = {};
 		w.floor[0] = s.floor_snd;
 		w.floor[1] = s.floor_rcv;
 		if (bpf_map_update_elem(st_->map_fd, &s.ino, &w, BPF_ANY) != 0)
 			ret = -errno;
-		b.max_floor[0] = std::max(b.max_floor[0], s.floor_snd);
-		b.max_floor[1] = std::max(b.max_floor[1], s.floor_rcv);
+		max_snd = std::max(max_snd, s.floor_snd);
+		max_rcv = std::max(max_rcv, s.floor_rcv);
 	}
-	if (!st_->write_bss(b))
-		ret = -EIO;
+	judge_state *js = st_->js;
+	__atomic_store_n(&js->lost, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&js->open_now, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&js->max_floor[0], max_snd, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&js->max_floor[1], max_rcv, __ATOMIC_SEQ_CST);
+	st_->start_drain();
+	__atomic_store_n(&js->frozen, 0u, __ATOMIC_SEQ_CST);
 	return ret;
 }
 
-std::vector<clock_record> kernel_clock::end(int64_t end_ns, uint64_t *lost)
+std::vector<clock_record> kernel_clock::end(int64_t open_end_ns, uint64_t *lost)
 {
 	std::vector<clock_record> out;
 	*lost = 0;
 	if (!st_)
 		return out;
+	// Nothing opens or closes from here: every dip is either in the
+	// ring or still open in the map, never in between.
+	st_->freeze();
+	st_->stop_drain();
 	ring_buffer__consume(st_->rb);
-	{
-		std::lock_guard<std::mutex> lock(st_->mu);
-		out.swap(st_->got);
-	}
-	// Dips still open: they last at least until now.
+	out.swap(st_->got);
 	uint32_t key, next;
 	for (uint32_t *k = nullptr; bpf_map_get_next_key(st_->map_fd, k, &next) == 0; k = &key) {
 		key = next;
@@ -304,13 +329,10 @@ std::vector<clock_record> kernel_clock::end(int64_t end_ns, uint64_t *lost)
 		for (int dir = 0; dir < 2; dir++)
 			if (w.since[dir])
 				out.push_back({key, dir, int(w.since_fn[dir]), -1,
-					       int64_t(w.since[dir]), end_ns});
+					       int64_t(w.since[dir]),
+					       std::max(open_end_ns, int64_t(w.since[dir]))});
 	}
-	state::bss_data b = {};
-	if (st_->read_bss(&b))
-		*lost = b.lost;
-	// The next scenario starts from nothing (counters included).
-	st_->write_bss({});
+	*lost = __atomic_load_n(&st_->js->lost, __ATOMIC_SEQ_CST);
 	return out;
 }
 

@@ -55,9 +55,10 @@ public:
 		int floor_snd, floor_rcv;
 	};
 	int begin(const std::vector<watch_spec> &sockets);
-	// Ends it at @end_ns: the dips closed so far and those still open
-	// (end_fn -1, ending at @end_ns), and how many the ring lost.
-	std::vector<clock_record> end(int64_t end_ns, uint64_t *lost);
+	// Ends it: freezes the programs, then gives the dips closed so far
+	// and those still open (end_fn -1, ending at @open_end_ns: when the
+	// guards stopped), and how many the ring lost.
+	std::vector<clock_record> end(int64_t open_end_ns, uint64_t *lost);
 
 	struct state; // libbpf's objects, where built with it
 

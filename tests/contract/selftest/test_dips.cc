@@ -84,6 +84,22 @@ TEST(Dips, OneDipPerBufferOverBothSources)
 	EXPECT_EQ(l.longest_seen().seen_us(), 20);
 }
 
+// After a dip closes the buffer may read above for a long time: the next
+// dip's upper bound starts at the last of those samples, not the first.
+TEST(Dips, UpperBoundStartsAtTheLastSampleAboveBeforeIt)
+{
+	dip_log l;
+	l.note(0, true);
+	l.note(10, false);
+	for (int64_t t = 20; t <= 5000; t += 10)
+		l.note(t, false);
+	l.note(5010, true);
+	l.end(5020);
+	ASSERT_EQ(l.dips.size(), 2u);
+	EXPECT_EQ(l.dips[1].before_us, 5000);
+	EXPECT_EQ(l.dips[1].us(), 20);
+}
+
 TEST(Dips, UpperBoundStartsAfterTheSampleAboveOfAnEarlierCycle)
 {
 	// Cycle 10 reads above with both sources; cycle 20 reads above with
@@ -366,11 +382,63 @@ TEST(Dips, DipTheKernelClockMissedIsJudgedBySamples)
 	verdict v = judge_c3(r);
 	EXPECT_EQ(v.lib.o, outcome::fail) << v.lib.why;
 	EXPECT_EQ(scenario_json(r, {v}, false)["floor_judge"]["missed"], 1);
-	// Covered by a kernel dip: not missed, judged at the kernel's length.
+	// A kernel dip that ends before the last sample under the floor did
+	// not see all of it: still missed, still judged by the samples.
 	client_of(&r).snd_kdips = {{199'500, 230'000, 0, 7}};
+	v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	EXPECT_EQ(scenario_json(r, {v}, false)["floor_judge"]["missed"], 1);
+	// Two kernel dips holding the first and the last sample (restored
+	// and cut again between samples): seen, judged at their lengths.
+	client_of(&r).snd_kdips = {{199'500, 230'000, 0, 7}, {231'000, 260'500, 0, 7}};
 	v = judge_c3(r);
 	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
 	EXPECT_EQ(scenario_json(r, {v}, false)["floor_judge"]["missed"], 0);
+}
+
+// The guard's own measure of its records' wait widens the event bound by
+// as much as the bound, never more: a guard whose thread sleeps 900 ms
+// on its records cannot excuse a 900 ms dip.
+TEST(Dips, RecordsWaitWidensTheEventBoundAtMostTwofold)
+{
+	scenario_result r = kernel_run(guard_driver::events, -1, 1'000'000);
+	guard_stats g;
+	g.driver = "events";
+	g.sockets = 2;
+	g.bound_us = 61'000'000;
+	g.events_err = 0;
+	g.attached = SOCKBUF_GUARD_EV_MEM_RAISE;
+	g.restored_events = 1;
+	g.max_wait_us = 900'000;
+	r.guards = {g};
+	client_of(&r).snd_kdips = {{100'000, 1'000'000, 0, 7}};
+	verdict v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	EXPECT_EQ(scenario_json(r, {v}, false)["floor_judge"]["events"]["bound_us"],
+		  2 * guard_event_bound_us);
+}
+
+// Without the kernel clock an events guard's dips cannot be held to the
+// event bound (the samples do not say where a cut was made): unverified,
+// not a pass under the safety net's minute.
+TEST(Dips, EventsDipsWithoutTheKernelClockAreUnverified)
+{
+	scenario_result r = fake_run(guard_driver::events, 30, 51'000, 51'000);
+	guard_stats g;
+	g.driver = "events";
+	g.sockets = 2;
+	g.bound_us = 61'000'000;
+	g.events_err = 0;
+	r.guards = {g};
+	verdict v = judge_c3(r);
+	ASSERT_EQ(v.lib.o, outcome::unverified) << v.lib.why;
+	EXPECT_NE(v.lib.why.find("cannot be told without the kernel clock"), std::string::npos)
+	    << v.lib.why;
+	EXPECT_EQ(scenario_json(r, {v}, false)["floor_judge"]["events"]["verdict"], "unverified");
+	// No dip: nothing to tell, a pass.
+	r = fake_run(guard_driver::events, -1, 51'000, 51'000);
+	r.guards = {g};
+	EXPECT_EQ(judge_c3(r).lib.o, outcome::pass);
 }
 
 // An events guard: a cut its programs watch is held to the event bound

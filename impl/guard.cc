@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <functional>
 #include <linux/futex.h>
 #include <netinet/in.h>
@@ -57,6 +58,11 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 	stats_.uring_err = uring_err_;
 	if (flags_ & SOCKBUF_GUARD_EVENTS)
 		ev_err_ = ev_.open();
+	// Without them (the process at its limit already) a restore at the
+	// limit fails and is counted, as before.
+	hold_fd_ = eventfd(0, EFD_CLOEXEC);
+	if (hold_fd_ >= 0)
+		spare_fd_ = ::fcntl(hold_fd_, F_DUPFD_CLOEXEC, 0);
 }
 
 floor_guard::~floor_guard()
@@ -71,6 +77,10 @@ floor_guard::~floor_guard()
 		::close(epoll_fd_);
 	if (wake_fd_ >= 0)
 		::close(wake_fd_);
+	if (spare_fd_ >= 0)
+		::close(spare_fd_);
+	if (hold_fd_ >= 0)
+		::close(hold_fd_);
 }
 
 int floor_guard::add(int fd, const struct sockbuf_floor &floor)

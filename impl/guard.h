@@ -220,7 +220,13 @@ private:
 	// how soon a socket whose mark could not be cleared (it posts no
 	// record) is looked at again, rather than at the next net's pass.
 	std::atomic<unsigned int> poll_us_{0};
-	int wake_fd_ = -1;  // eventfd: stop() wakes the events thread
+	int wake_fd_ = -1; // eventfd: stop() wakes the events thread
+	// A descriptor number the guard keeps for pinning a socket when the
+	// process is at its descriptor limit (a duplicate then fails with
+	// EMFILE): dup3() into a number already held needs no free slot.
+	// spare_fd_ is the slot, hold_fd_ (an eventfd) what it points to
+	// between restores, so that the slot never keeps a socket alive.
+	int spare_fd_ = -1, hold_fd_ = -1;
 	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring
 	struct sockbuf_guard_event_totals ev_stats_ = {}; // under mu_
 

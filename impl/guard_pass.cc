@@ -19,6 +19,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <functional>
 #include <linux/futex.h>
 #include <netinet/in.h>
@@ -63,13 +64,19 @@ bool floor_guard::check_one(size_t i, struct sockbuf_guard_report *p)
 	// moment, between a check and a write too.  So the check and the
 	// writes go through a duplicate taken first: whatever the number
 	// names later, the duplicate names what was checked.  No fork()
-	// copies it (before_fork() waits for mu_); exec closes it.
-	const int pin = sys::dup_cloexec(e.fd);
+	// copies it (before_fork() waits for mu_); exec closes it.  At the
+	// descriptor limit the duplicate goes into the guard's spare slot.
+	int pin = sys::dup_cloexec(e.fd);
+	bool in_spare = false;
+	if ((pin == -EMFILE || pin == -ENFILE) && spare_fd_ >= 0) {
+		pin = ::dup3(e.fd, spare_fd_, O_CLOEXEC) == spare_fd_ ? spare_fd_ : -errno;
+		in_spare = pin == spare_fd_;
+	}
 	if (pin < 0) {
 		if (pin == -EBADF)
 			verdict_[i] = gone;
 		else
-			p->errors++; // EMFILE or ENFILE: never a write by number; next pass
+			p->errors++; // no slot at all: never a write by number; next pass
 		return true;
 	}
 	const verdict v = identity_on(pin, e);
@@ -77,7 +84,14 @@ bool floor_guard::check_one(size_t i, struct sockbuf_guard_report *p)
 		verdict_[i] = char(v);
 	else
 		restore_one(pin, e, now, p);
-	sys::close(pin); // the socket closes here if the program closed it meanwhile
+	// The socket closes here if the program closed it meanwhile; the
+	// spare slot goes back to the guard's eventfd, still held.
+	if (!in_spare)
+		sys::close(pin);
+	else if (::dup3(hold_fd_, spare_fd_, O_CLOEXEC) != spare_fd_) {
+		::close(spare_fd_); // never left pointing at a socket
+		spare_fd_ = -1;
+	}
 	return true;
 }
 

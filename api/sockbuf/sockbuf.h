@@ -522,6 +522,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * for the guard's thread (max_wait_ns of sockbuf_guard_event_stats()); passes remain the safety
  * net for the others.
  *
+ * A restore writes through a duplicate of the socket's descriptor taken before its identity
+ * check, never through the number; at the process's descriptor limit the duplicate goes into
+ * a slot the guard keeps from sockbuf_guard_new() (two descriptors: an eventfd and the slot).
+ *
  * A guard is named by a small non-negative id, like an fd: a call on an id
  * that was destroyed (or never made) returns -EBADF, never touches freed
  * memory.  All calls are thread-safe.  add() and remove() wait for at most

@@ -85,13 +85,16 @@ void reserve_accepted(socket_record *srv, const socket_record &lis)
 	from_reserve(srv, rep);
 }
 
-// Two descriptors per connection, one per listener, and some for the
-// sampler, the guard and inet_diag: hundreds of connections pass the
-// usual soft limit of 1024, so the soft limit is raised as far as needed
-// (never past the hard limit, which only privilege could raise).
+// Two descriptors per connection, one per listener, and room for what
+// the suite and the library hold besides: the sampler, inet_diag, four
+// guards (BPF programs, maps, links, rings, timers: about 20 each with
+// events), the kernel clock's programs (about 20) and the guards' pins.
+// Hundreds of connections pass the usual soft limit of 1024, so the soft
+// limit is raised as far as needed (never past the hard limit, which only
+// privilege could raise).
 int ensure_fd_room(size_t connections, std::string *what)
 {
-	const rlim_t need = rlim_t(connections) * 2 + arm_count + 64;
+	const rlim_t need = rlim_t(connections) * 2 + arm_count + 256;
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return -errno;

@@ -584,9 +584,9 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * watched on Linux 5.10 to 7.2 (docs/results/kernel-sources/
  * send-buffer-cuts.md; kTLS device offload and MPTCP are not), a lost
  * record makes the next pass a full one at once, and a failed clear is
- * retried each round: the net is left with what nothing watches.  A pass
- * over 10,000 sockets takes 8-22 ms natively, so once a minute it costs
- * under 0.05 % of a core (docs/performance.md). */
+ * retried each round: the net is left with what nothing watches.  At
+ * 10,000 idle sockets it costs 0.15-0.2 % of a core natively, against
+ * 0.9 % once a second (docs/performance.md). */
 #define SOCKBUF_GUARD_NET_DEFAULT_US 60000000u
 /* How long a cut that the event programs saw may leave a buffer below its
  * floor, in microseconds, from the exit of the kernel function that made

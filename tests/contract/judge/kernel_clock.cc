@@ -7,6 +7,7 @@
 #include <cstring>
 
 #ifdef SOCKBUF_HAVE_BPF
+#include "bpf_quiet.h"
 #include "floor_judge_bpf_object.h" // generated: the compiled floor_judge.bpf.c
 
 #include <bpf/bpf.h>
@@ -16,7 +17,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdarg>
 #include <mutex>
 #include <sched.h>
 #include <sys/mman.h>
@@ -63,15 +63,9 @@ constexpr attach_point points[] = {
 };
 constexpr size_t n_points = sizeof(points) / sizeof(points[0]);
 
-int print_nothing(enum libbpf_print_level, const char *, va_list)
-{
-	return 0;
-}
-
-int errno_or(int fallback)
-{
-	return errno > 0 ? -errno : fallback;
-}
+// The library's: libbpf kept quiet while loading, -errno of a call.
+using bpf::errno_or;
+using bpf::quiet_libbpf;
 
 } // namespace
 
@@ -155,13 +149,12 @@ struct kernel_clock::state {
 
 void kernel_clock::load()
 {
-	libbpf_print_fn_t old = libbpf_set_print(print_nothing);
+	quiet_libbpf quiet;
 	errno = 0;
 	btf *vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux) {
 		err_ = errno_or(-ENOENT);
 		why_ = fmt::format("no kernel BTF ({})", std::strerror(-err_));
-		libbpf_set_print(old);
 		return;
 	}
 	const char *target[n_points] = {};
@@ -250,7 +243,6 @@ void kernel_clock::load()
 			what = fmt::format("attach to {}", target[k]);
 		}
 	}
-	libbpf_set_print(old);
 	if (err == 0 && !(target[0] && target[7])) {
 		err = -ENOENT;
 		what = "__sk_mem_raise_allocated and sock_setsockopt in the kernel's BTF";

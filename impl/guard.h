@@ -149,6 +149,7 @@ private:
 	void index_add(size_t i);
 	void index_drop(size_t i);
 	void run_thread(unsigned int interval_us);
+	static void name_thread(); // "sockbuf-guard", as top -H and ps -L show it
 	void run_thread_events(unsigned int net_us, unsigned int poll_us);
 	// With events and a timerfd: re-arms the timer to fire after the
 	// polling interval while a mark could not be cleared.  Caller holds

@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <new>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -183,15 +184,27 @@ int floor_guard::start(unsigned int interval_us)
 	try {
 		if (events)
 			thread_ = std::thread([this, net_us, interval_us] {
+				name_thread();
 				run_thread_events(net_us, interval_us);
 			});
 		else
-			thread_ = std::thread([this, interval_us] { run_thread(interval_us); });
+			thread_ = std::thread([this, interval_us] {
+				name_thread();
+				run_thread(interval_us);
+			});
 	} catch (const std::system_error &) {
 		set_interval(0);
 		return -EAGAIN;
 	}
 	return 0;
+}
+
+// The guard's thread says whose it is in top -H, ps -L and
+// /proc/PID/task/TID/comm, among the program's own threads.  A failure
+// (a name too long cannot happen) costs nothing but the name.
+void floor_guard::name_thread()
+{
+	(void)pthread_setname_np(pthread_self(), "sockbuf-guard");
 }
 
 int floor_guard::stop()

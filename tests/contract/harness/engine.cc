@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -187,7 +188,10 @@ void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integ
 	std::vector<std::thread> pool;
 	pool.reserve(size_t(threads));
 	for (int t = 0; t < threads; t++)
-		pool.emplace_back(run_subset, parts[size_t(t)], deadline_ns, &tallies[size_t(t)]);
+		pool.emplace_back([&, t] {
+			pthread_setname_np(pthread_self(), "traffic");
+			run_subset(parts[size_t(t)], deadline_ns, &tallies[size_t(t)]);
+		});
 	for (auto &t : pool)
 		t.join();
 	for (auto &t : tallies)

@@ -3,6 +3,7 @@
 
 #include "clauses.h"
 
+#include <pthread.h>
 #include <sockbuf/sockbuf.h>
 
 #include <fmt/core.h>
@@ -103,7 +104,10 @@ void floor_guard::start()
 		note_error("eventfd", -errno);
 		return;
 	}
-	loop_ = std::thread([this] { event_loop(); });
+	loop_ = std::thread([this] {
+		pthread_setname_np(pthread_self(), "app-timerfd");
+		event_loop();
+	});
 	started_ = true;
 }
 

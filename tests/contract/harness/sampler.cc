@@ -5,6 +5,7 @@
 #include "diag.h"
 
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -182,7 +183,10 @@ sampler::~sampler()
 void sampler::start()
 {
 	stop_ = false;
-	thread_ = std::thread([this] { loop(); });
+	thread_ = std::thread([this] {
+		pthread_setname_np(pthread_self(), "sampler");
+		loop();
+	});
 }
 
 void sampler::stop()

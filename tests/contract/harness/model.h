@@ -144,6 +144,7 @@ struct floor_clock {
 	std::string why;
 	std::vector<std::string> functions; // by id; "" where not attached
 	uint64_t lost = 0;		    // records the ring had no room for
+	uint64_t skipped = 0;		    // program runs the kernel skipped (recursion)
 	// Ids 0-3 are where cuts are made (judge/floor_judge.bpf.c).
 	bool cut_point(int id) const { return id >= 0 && id <= 3; }
 	const char *function(int id) const

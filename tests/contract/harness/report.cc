@@ -81,6 +81,7 @@ json floor_judge_json(const scenario_result &r)
 				fns.push_back(f);
 		j["functions"] = fns;
 		j["missed"] = fj.missed;
+		j["skipped"] = r.clock.skipped;
 	}
 	for (const auto &m : fj.modes) {
 		json o = {{"sockets", m.sockets},

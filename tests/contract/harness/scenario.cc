@@ -104,7 +104,8 @@ void stop_clock(std::vector<socket_record> *sockets, int64_t t0, int64_t guards_
 {
 	if (!c->kernel)
 		return;
-	std::vector<clock_record> got = kernel_clock::get().end(guards_stopped_ns, &c->lost);
+	std::vector<clock_record> got =
+	    kernel_clock::get().end(guards_stopped_ns, &c->lost, &c->skipped);
 	std::map<uint32_t, socket_record *> by_ino;
 	for (auto &s : *sockets)
 		if ((s.a == arm::lib_initial || s.a == arm::lib_reserve) && s.r != role::listener)

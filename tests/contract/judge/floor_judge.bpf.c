@@ -18,12 +18,16 @@
 //   the enclosing call returns, and growth ends a dip:
 //     tcp_rcv_established (every segment of an established socket: the
 //     receive side's clamps and prunes, the send side's expansion),
-//     tcp_sendmsg_locked, tcp_recvmsg, and sock_setsockopt (the write
-//     that restores, whoever makes it).
+//     tcp_sendmsg_locked, tcp_recvmsg, and sk_setsockopt (sock_setsockopt
+//     before 6.0: the write that restores, whoever makes it).
 // Two CPUs may evaluate the same socket at once (the guard's setsockopt()
-// exit and a segment's softirq): a dip is opened and closed by
-// compare-and-swap on its start time, so exactly one of them posts it
-// (BPF atomics, 5.12; the judge loads only from 6.1, see kernel_clock.cc).
+// exit and a segment's softirq).  Each evaluation reads the sizes and
+// moves the socket's dips under the socket's own spin lock in the map, so
+// that the dips follow the sizes in the order they were read: a reading
+// taken before another CPU's write can no longer be acted on after it
+// (which, without the lock, opened a dip after the write that ended it,
+// left open until the socket's next traffic, hundreds of ms on a quiet
+// flow).
 // At a scenario's end user space sets state.frozen and waits for
 // state.in_flight to drain before it reads what is left open.
 #include <linux/bpf.h>
@@ -35,9 +39,10 @@
 
 // kernel_clock.cc: struct watch and struct dip_record, the same layout.
 struct watch {
-	__s32 floor[2];	   // 0: send, 1: receive; 0 means not watched
-	__u64 since[2];	   // bpf_ktime_get_ns() when the open dip began, 0: none
-	__u32 since_fn[2]; // the function that found it below
+	struct bpf_spin_lock lock; // one evaluation at a time (judge())
+	__s32 floor[2];		   // 0: send, 1: receive; 0 means not watched
+	__u64 since[2];		   // bpf_ktime_get_ns() when the open dip began, 0: none
+	__u32 since_fn[2];	   // the function that found it below
 };
 
 struct dip_record {
@@ -72,34 +77,51 @@ struct judge_state {
 };
 struct judge_state state = {};
 
-static __always_inline void one(struct watch *w, __u32 ino, int dir, int size, __u32 fn, __u64 now)
+// A dip one direction closed: posted after the lock is let go.
+struct closed {
+	__u64 start_ns, end_ns;
+	__u32 start_fn;
+	int set;
+};
+
+// Direction @dir of @w against @size, read under w->lock (held).
+static __always_inline void one(struct watch *w, int dir, int size, __u32 fn, __u64 now,
+				struct closed *out)
 {
 	if (!w->floor[dir])
 		return;
-	__u64 since = w->since[dir];
+	const __u64 since = w->since[dir];
 	if (size < w->floor[dir]) {
 		if (since)
 			return;
-		// The function is written before the start: a close racing
-		// this open reads a function that found the buffer below.
+		w->since[dir] = now;
 		w->since_fn[dir] = fn;
-		if (__sync_val_compare_and_swap(&w->since[dir], 0, now) == 0)
-			__sync_fetch_and_add(&state.open_now, 1);
+		__sync_fetch_and_add(&state.open_now, 1);
 		return;
 	}
 	if (!since)
 		return;
-	const __u32 start_fn = w->since_fn[dir];
-	if (__sync_val_compare_and_swap(&w->since[dir], since, 0) != since)
-		return; // another CPU closed it
+	w->since[dir] = 0;
 	__sync_fetch_and_add(&state.open_now, -1);
+	out->start_ns = since;
+	// The clock was read before the lock was taken: a CPU that read
+	// it later may have opened the dip first.
+	out->end_ns = now > since ? now : since;
+	out->start_fn = w->since_fn[dir];
+	out->set = 1;
+}
+
+static __always_inline void post(__u32 ino, int dir, __u32 fn, const struct closed *c)
+{
+	if (!c->set)
+		return;
 	struct dip_record r = {
 	    .ino = ino,
 	    .dir = (__u8)dir,
-	    .start_fn = (__u8)start_fn,
+	    .start_fn = (__u8)c->start_fn,
 	    .end_fn = (__u8)fn,
-	    .start_ns = since,
-	    .end_ns = now,
+	    .start_ns = c->start_ns,
+	    .end_ns = c->end_ns,
 	};
 	if (bpf_ringbuf_output(&dips, &r, sizeof(r), 0) != 0)
 		__sync_fetch_and_add(&state.lost, 1);
@@ -109,10 +131,10 @@ static __always_inline int judge(struct sock *sk, __u32 fn)
 {
 	if (!sk)
 		return 0;
-	int snd = sk->sk_sndbuf, rcv = sk->sk_rcvbuf;
 	// No dip open anywhere and this socket at or above every floor: it
 	// can neither open nor close one.
-	if (snd >= state.max_floor[0] && rcv >= state.max_floor[1] && state.open_now <= 0)
+	if (sk->sk_sndbuf >= state.max_floor[0] && sk->sk_rcvbuf >= state.max_floor[1] &&
+	    state.open_now <= 0)
 		return 0;
 	struct socket *sock = sk->sk_socket;
 	if (!sock)
@@ -126,9 +148,16 @@ static __always_inline int judge(struct sock *sk, __u32 fn)
 		return 0;
 	__sync_fetch_and_add(&state.in_flight, 1);
 	if (!state.frozen) {
-		__u64 now = bpf_ktime_get_ns();
-		one(w, ino, 0, snd, fn, now);
-		one(w, ino, 1, rcv, fn, now);
+		struct closed c[2] = {};
+		const __u64 now = bpf_ktime_get_ns();
+		bpf_spin_lock(&w->lock);
+		// Read under the lock: see the note at the top.
+		const int snd = sk->sk_sndbuf, rcv = sk->sk_rcvbuf;
+		one(w, 0, snd, fn, now, &c[0]);
+		one(w, 1, rcv, fn, now, &c[1]);
+		bpf_spin_unlock(&w->lock);
+		post(ino, 0, fn, &c[0]);
+		post(ino, 1, fn, &c[1]);
 	}
 	__sync_fetch_and_add(&state.in_flight, -1);
 	return 0;
@@ -136,7 +165,9 @@ static __always_inline int judge(struct sock *sk, __u32 fn)
 
 // The sock is the first argument of each but sock_setsockopt's (a
 // struct socket); on fexit the verifier types ctx[0] from the BTF of the
-// function attached.
+// function attached.  Id 7 is the socket-option write: on_sk_setsockopt
+// where sk_setsockopt() exists (6.0), on_setsockopt before it; user space
+// loads one of the two.
 SEC("fexit/__sk_mem_raise_allocated")
 int on_mem_raise(unsigned long long *ctx)
 {
@@ -177,6 +208,12 @@ SEC("fexit/tcp_recvmsg")
 int on_recvmsg(unsigned long long *ctx)
 {
 	return judge((struct sock *)ctx[0], 6);
+}
+
+SEC("fexit/sk_setsockopt")
+int on_sk_setsockopt(unsigned long long *ctx)
+{
+	return judge((struct sock *)ctx[0], 7);
 }
 
 SEC("fexit/sock_setsockopt")

@@ -57,8 +57,9 @@ public:
 	int begin(const std::vector<watch_spec> &sockets);
 	// Ends it: freezes the programs, then gives the dips closed so far
 	// and those still open (end_fn -1, ending at @open_end_ns: when the
-	// guards stopped), and how many the ring lost.
-	std::vector<clock_record> end(int64_t open_end_ns, uint64_t *lost);
+	// guards stopped), how many the ring lost, and how many runs of the
+	// programs the kernel skipped (recursion on one CPU).
+	std::vector<clock_record> end(int64_t open_end_ns, uint64_t *lost, uint64_t *skipped);
 
 	struct state; // libbpf's objects, where built with it
 

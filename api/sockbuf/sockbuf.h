@@ -592,8 +592,10 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * floor, in microseconds, from the exit of the kernel function that made
  * it to the exit of the guard's setsockopt() that restores it, besides the
  * time the record waited for the guard's thread (max_wait_ns of
- * sockbuf_guard_event_totals, which the guard measures: the scheduler's
- * share), that wait counted up to this bound again.  The contract suite
+ * sockbuf_guard_event_totals, which the guard measures: the thread's share
+ * of the machine, the scheduler's and the memory map's; a page fault of
+ * the guard waits while the kernel collapses a huge page of the program's
+ * heap, up to 480 ms in a 7.2 guest under emulation).  The contract suite
  * checks every such cut against it on the kernel's clock (docs/contract.md,
  * "The floor judge", with the figures measured on the slowest machines it
  * runs on, qemu TCG guests). */

@@ -668,8 +668,12 @@ def render_floor_judge(results):
             clock = fj.get("clock", "?")
             if clock == "kernel":
                 fns += [f for f in fj.get("functions", []) if f not in fns]
-                missed = fj.get("missed", 0)
-                clock_cell = "kernel (%d missed)" % missed if missed else "kernel"
+                # Sampled dips the clock did not see, and its dips the
+                # samples saw end sooner (runs the kernel skipped).
+                extra = ["%d %s" % (fj[k], w) for k, w in
+                         (("missed", "missed"), ("cut_by_samples", "ended by samples"))
+                         if fj.get(k)]
+                clock_cell = "kernel (%s)" % ", ".join(extra) if extra else "kernel"
             else:
                 why = fj.get("why")
                 if why and why not in whys:

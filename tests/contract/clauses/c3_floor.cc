@@ -326,9 +326,9 @@ verdict judge_c3(const scenario_result &r)
 		v.lib.o = outcome::unverified;
 		v.lib.why = fmt::format(
 		    "{} dips could have outlasted their bound: {} {} under the floor for {:.1f} to "
-		    "{:.1f} ms between samples ({} bound {:.1f} ms); seen: {}",
+		    "{:.1f} ms, {} ({} bound {:.1f} ms); seen: {}",
 		    unproven.size(), j.s->name, j.dir, double(j.seen_us) / 1e3, double(j.us) / 1e3,
-		    mode_name(j.s->a, j.s->driver), double(j.bound_us) / 1e3, why);
+		    j.how, mode_name(j.s->a, j.s->driver), double(j.bound_us) / 1e3, why);
 	} else if (unjudged) {
 		v.lib.o = outcome::unverified;
 		v.lib.why =

@@ -77,6 +77,9 @@ struct floor_judgment {
 	bool kernel = false; // the kernel's clock timed the dips
 	std::string why;
 	uint64_t missed = 0; // sampled dips no kernel dip covers (judged as sampled)
+	// Kernel dips the samples saw end sooner (a missed end): cut at the
+	// first sample at or above the floor.
+	uint64_t cut_by_samples = 0;
 	std::vector<mode_judgment> modes;
 };
 

@@ -82,6 +82,7 @@ json floor_judge_json(const scenario_result &r)
 		j["functions"] = fns;
 		j["missed"] = fj.missed;
 		j["skipped"] = r.clock.skipped;
+		j["cut_by_samples"] = fj.cut_by_samples;
 	}
 	for (const auto &m : fj.modes) {
 		json o = {{"sockets", m.sockets},

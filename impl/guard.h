@@ -145,6 +145,7 @@ private:
 	bool check_one(size_t i, struct sockbuf_guard_report *p);
 	void restore_one(int pin, const entry &e, const sizes &now, struct sockbuf_guard_report *p);
 	void compact(size_t n, struct sockbuf_guard_report *p);
+	void count(const struct sockbuf_guard_report &p); // into stats_; caller holds mu_
 	void erase(size_t i);
 	void index_add(size_t i);
 	void index_drop(size_t i);

@@ -34,6 +34,15 @@
 namespace sockbuf::guard
 {
 
+namespace
+{
+// A timer's period or first expiry from microseconds.
+timespec timespec_of_us(unsigned int us)
+{
+	return {time_t(us / 1'000'000), long(us % 1'000'000) * 1000};
+}
+} // namespace
+
 void floor_guard::before_fork()
 {
 	run_mu_.lock();
@@ -246,10 +255,7 @@ int floor_guard::timerfd(unsigned int interval_us)
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct itimerspec its = {};
-	its.it_interval.tv_sec = interval_us / 1'000'000;
-	its.it_interval.tv_nsec = long(interval_us % 1'000'000) * 1000;
-	its.it_value = its.it_interval;
+	const struct itimerspec its = {timespec_of_us(interval_us), timespec_of_us(interval_us)};
 	if (timerfd_settime(fd, 0, &its, nullptr) < 0) {
 		int err = -errno;
 		::close(fd);
@@ -291,11 +297,8 @@ void floor_guard::rearm_for_unclear()
 		return;
 	const unsigned int poll = poll_us_.load(std::memory_order_relaxed);
 	const unsigned int net = interval_us_.load(std::memory_order_relaxed);
-	struct itimerspec its = {};
-	its.it_value.tv_sec = poll / 1'000'000;
-	its.it_value.tv_nsec = long(poll % 1'000'000) * 1000;
-	its.it_interval.tv_sec = net / 1'000'000;
-	its.it_interval.tv_nsec = long(net % 1'000'000) * 1000;
+	// First at the polling interval, then the net's.
+	const struct itimerspec its = {timespec_of_us(net), timespec_of_us(poll)};
 	// Fails only on a bad fd: the net's timer then stays as it was.
 	(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
 }

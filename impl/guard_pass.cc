@@ -156,6 +156,18 @@ void floor_guard::compact(size_t n, struct sockbuf_guard_report *p)
 	}
 }
 
+// A pass's or a round's findings added to the guard's totals (a full
+// pass and an events round count alike).  Caller holds mu_.
+void floor_guard::count(const struct sockbuf_guard_report &p)
+{
+	stats_.below += uint64_t(p.below);
+	stats_.restored += uint64_t(p.restored);
+	stats_.errors += uint64_t(p.errors);
+	stats_.removed += uint64_t(p.removed);
+	stats_.reused += uint64_t(p.reused);
+	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
+}
+
 // Entry i goes for good; the last entry takes its place.  Caller holds
 // mu_ and pass_mu_ (no pass reads the entries).
 void floor_guard::erase(size_t i)
@@ -295,12 +307,7 @@ void floor_guard::full_pass(pid_t self, struct sockbuf_guard_report *out)
 	std::lock_guard<std::mutex> lock(mu_);
 	compact(n, &p);
 	stats_.passes++;
-	stats_.below += uint64_t(p.below);
-	stats_.restored += uint64_t(p.restored);
-	stats_.errors += uint64_t(p.errors);
-	stats_.removed += uint64_t(p.removed);
-	stats_.reused += uint64_t(p.reused);
-	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
+	count(p);
 	stats_.last_pass_ns = p.duration_ns;
 	stats_.max_pass_ns = std::max(stats_.max_pass_ns, p.duration_ns);
 	stats_.total_pass_ns += p.duration_ns;

@@ -129,12 +129,7 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 	compact(n, &p);
 	ev_stats_.dropped += dropped;
 	ev_stats_.not_below += not_below;
-	stats_.below += uint64_t(p.below);
-	stats_.restored += uint64_t(p.restored);
-	stats_.errors += uint64_t(p.errors);
-	stats_.removed += uint64_t(p.removed);
-	stats_.reused += uint64_t(p.reused);
-	stats_.worst_depth = std::max(stats_.worst_depth, p.worst_depth);
+	count(p);
 	*out = p;
 	return lost_more;
 }

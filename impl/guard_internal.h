@@ -22,7 +22,8 @@ namespace sockbuf::guard
 constexpr unsigned int known_flags =
     SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_NO_DIAG |
     SOCKBUF_GUARD_RUN_IN_CHILD | SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_EVENTS;
-constexpr unsigned int min_interval_us = 100, max_interval_us = 60'000'000;
+// 100 us to 10 minutes, for polling and for the safety net alike.
+constexpr unsigned int min_interval_us = 100, max_interval_us = 600'000'000;
 
 constexpr int src_getsockopt = SOCKBUF_GUARD_SRC_GETSOCKOPT;
 constexpr int src_diag = SOCKBUF_GUARD_SRC_DIAG;

@@ -56,8 +56,9 @@ extern "C" {
 #define SOCKBUF_API __attribute__((visibility("default")))
 #endif
 
-/* Version as one number: major * 10000 + minor * 100 + patch. */
-#define SOCKBUF_VERSION 200 /* 0.2.0 */
+/* Version as one number: major * 10000 + minor * 100 + patch (what it
+ * promises: NEWS.md). */
+#define SOCKBUF_VERSION 300 /* 0.3.0 */
 
 /* The largest size any call accepts, in the library's unit.  The kernel
  * caps setsockopt values at INT_MAX / 2 before doubling; the library keeps
@@ -869,7 +870,7 @@ SOCKBUF_API int sockbuf_guard_pass(int guard, struct sockbuf_guard_report *out);
  *               or longer: the thread rests at least as long as a pass
  *               took, so it never takes more than half a core (passes of
  *               6 ms at a 10 ms interval start every 12 ms); 100 to
- *               60,000,000.  A socket cut just after a pass read it is
+ *               600,000,000 (ten minutes).  A socket cut just after a pass read it is
  *               restored by the next pass: within one such period plus
  *               one pass, once the thread is scheduled
  *               (sockbuf_guard_totals.max_late_us says how late it was).
@@ -1013,7 +1014,7 @@ SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_
  * sockbuf_guard_set_net_interval() - the safety net's interval.
  * @guard:       the guard.
  * @interval_us: between full passes while events drive the guard
- *               (SOCKBUF_GUARD_EVENTS), 100 to 60,000,000;
+ *               (SOCKBUF_GUARD_EVENTS), 100 to 600,000,000;
  *               SOCKBUF_GUARD_NET_DEFAULT_US (60,000,000) by default.  Takes effect at the next
  * sockbuf_guard_start() or sockbuf_guard_timerfd().
  *

@@ -474,7 +474,7 @@ TEST(GuardInput, BadInputIsRefusedAndChangesNothing)
 	EXPECT_EQ(sockbuf_guard_new(1u << 20), -EINVAL);
 	EXPECT_EQ(sockbuf_guard_start(g.id, 0), -EINVAL);
 	EXPECT_EQ(sockbuf_guard_start(g.id, 99), -EINVAL);
-	EXPECT_EQ(sockbuf_guard_timerfd(g.id, 60'000'001), -EINVAL);
+	EXPECT_EQ(sockbuf_guard_timerfd(g.id, 600'000'001), -EINVAL);
 	EXPECT_EQ(sockbuf_guard_stop(g.id), -ENOENT);
 	EXPECT_EQ(sockbuf_guard_stats(g.id, nullptr), -EINVAL);
 }

@@ -28,6 +28,11 @@ rm -rf "$debs"
 bash "$top/packaging/build.sh" "$build" "$debs" >/dev/null
 ls -l "$debs"
 
+step "versions"
+# The packages, the tools in them and the changelog: NEWS.md's version.
+bash "$top/tests/release/check_versions.sh" "$top/NEWS.md" "$top/packaging/changelog-from-news.py" \
+	"$build/bin/sockbuf" "$build/bin/sockbuf-contract" "$debs"/*.deb
+
 step "lintian"
 # --fail-on error: warnings are reported, not fatal.
 lintian --fail-on error --tag-display-limit 0 "$debs"/*.deb
@@ -40,7 +45,7 @@ dpkg-deb --fsys-tarfile "$debs"/libsockbuf0_*.deb |
 	tar -xO --wildcards './usr/lib/*/libsockbuf.so.0.*' >"$build/libsockbuf.so"
 bash "$top/tests/abi/check_exports.sh" "$build/libsockbuf.so" "$top/api/sockbuf/sockbuf.h" \
 	"$top/impl/libsockbuf.map" "$top/packaging/symbols"
-version=$(sed -n '1s/.*(\(.*\)).*/\1/p' "$top/packaging/changelog")
+version=$(python3 "$top/packaging/changelog-from-news.py" --version "$top/NEWS.md")
 dpkg-gensymbols -q -plibsockbuf0 -v"$version" -c4 -I"$top/packaging/symbols" \
 	-e"$build/libsockbuf.so" -O"$build/libsockbuf0.symbols"
 

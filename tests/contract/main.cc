@@ -15,6 +15,7 @@
 #include "netns.h"
 #include "outputs.h"
 #include "runner.h"
+#include "version.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -52,7 +53,7 @@ void usage(FILE *to)
 		"bulk,...]\n"
 		"                        [--json PATH] [--markdown PATH] [--series]\n"
 		"                        [--allow-global-changes] [--strict-raw] [--list]\n"
-		"                        [--trace auto|on|off]\n"
+		"                        [--trace auto|on|off] [--version]\n"
 		"\n"
 		"Runs the sockbuf contract (docs/contract.md) on this kernel.  Each scenario\n"
 		"runs in its own network namespace; unprivileged runs enter a user+network\n"
@@ -126,6 +127,9 @@ int parse(int argc, char **argv, args *a)
 			a->scenarios = split(v);
 		else if (s == "-h" || s == "--help") {
 			usage(stdout);
+			exit(0);
+		} else if (s == "--version") {
+			fmt::print("{}\n", sockbuf::release::version_line("sockbuf-contract"));
 			exit(0);
 		} else {
 			fmt::print(stderr, "sockbuf-contract: unknown or incomplete option {}\n",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // sockbuf - see what the kernel offers and what the library does with it.
 #include "commands.h"
+#include "version.h"
 
 #include <fmt/core.h>
 
@@ -31,7 +32,7 @@ const command commands[] = {
 
 int usage(std::FILE *to, int status)
 {
-	fmt::print(to, "usage: sockbuf COMMAND [ARGS]\n\ncommands:\n");
+	fmt::print(to, "usage: sockbuf COMMAND [ARGS] | --version | --help\n\ncommands:\n");
 	for (const auto &c : commands)
 		fmt::print(to, "  {}\n", c.help);
 	return status;
@@ -45,6 +46,10 @@ int main(int argc, char **argv)
 		return usage(stderr, 2);
 	if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))
 		return usage(stdout, 0);
+	if (!std::strcmp(argv[1], "--version")) {
+		fmt::print("{}\n", sockbuf::release::version_line("sockbuf"));
+		return 0;
+	}
 	for (const auto &c : commands)
 		if (!std::strcmp(argv[1], c.name))
 			return c.run(argc - 1, argv + 1);

@@ -59,6 +59,18 @@ std::string events_missing()
 	return "";
 }
 
+// Skips the test, with the reason, where a guard here gets no events or
+// set_initial has no unlocked size to guard (no SO_BUF_LOCK).
+#define SKIP_WITHOUT_EVENTS_OR_BUF_LOCK()                                                          \
+	do {                                                                                       \
+		const std::string why_ = events_missing();                                         \
+		if (!why_.empty())                                                                 \
+			GTEST_SKIP() << why_;                                                      \
+		if (!has_buf_lock())                                                               \
+			GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to "     \
+					"guard";                                                   \
+	} while (0)
+
 // A connected pair whose client is guarded at floor_size (send) and then
 // cut below it by setsockopt.
 struct cut_pair {
@@ -71,6 +83,14 @@ struct cut_pair {
 		     sockbuf_set_initial_bufsize(p.client, floor_size, 0, 0, nullptr) == 0 &&
 		     sockbuf_guard_add(guard, p.client, &fl) == 0;
 	}
+};
+
+// Most tests' rig: an events guard whose safety net never runs during a
+// test, and a guarded connected pair to cut.
+struct events_rig {
+	guard_id g{SOCKBUF_GUARD_EVENTS};
+	cut_pair c{g.id};
+	bool ok = c.ok && sockbuf_guard_set_net_interval(g.id, long_net_us) == 0;
 };
 
 // Data from the client, read by the server: the ACKs that come back run
@@ -149,29 +169,23 @@ TEST(GuardEvents, AttachesToTheCuttingFunctions)
 // away, so a restore within the test's 5 s bound came from the record.
 TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: a restore here locks, another test's matter";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	ASSERT_EQ(sockbuf_guard_start(r.g.id, 10'000), 0);
 	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-	while (events_totals(g.id).t.passes < 1 && std::chrono::steady_clock::now() < deadline)
+	while (events_totals(r.g.id).t.passes < 1 && std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	ASSERT_EQ(events_totals(g.id).t.passes, 1u);
+	ASSERT_EQ(events_totals(r.g.id).t.passes, 1u);
 	const auto before_cut = std::chrono::steady_clock::now();
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
-	while (sndbuf(c.p.client) < floor_size && std::chrono::steady_clock::now() < deadline)
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	while (sndbuf(r.c.p.client) < floor_size && std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	const auto restored = std::chrono::steady_clock::now();
-	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
-	EXPECT_GE(sndbuf(c.p.client), floor_size);
-	events_totals e(g.id);
+	ASSERT_EQ(sockbuf_guard_stop(r.g.id), 0);
+	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
+	events_totals e(r.g.id);
 	// The record's wait for the thread: measured, and within the time
 	// from before the cut to the restore seen here (same clock).
 	EXPECT_GT(e.ev.max_wait_ns, 0u) << "the record's wait was not measured";
@@ -196,39 +210,33 @@ TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 // looks at the socket named only (not at the other guarded one).
 TEST(GuardEvents, TimerfdIsReadableOnARecordAndPassLooksAtItAlone)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
 	fd other(tcp());
 	const struct sockbuf_floor fl = {4096, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, other, &fl), 0);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	ASSERT_EQ(sockbuf_guard_add(r.g.id, other, &fl), 0);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
 	struct pollfd pfd = {efd, POLLIN, 0};
 	EXPECT_EQ(::poll(&pfd, 1, 0), 0); // nothing cut, the timer 60 s away
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.sockets, 1);
 	EXPECT_EQ(rep.below, 1);
 	EXPECT_EQ(rep.restored, 1);
-	EXPECT_GE(sndbuf(c.p.client), floor_size);
-	events_totals e(g.id);
+	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
+	events_totals e(r.g.id);
 	EXPECT_EQ(e.t.passes, 0u);
 	EXPECT_EQ(e.t.interval_us, long_net_us);
 	EXPECT_EQ(e.ev.restored_events, 1u);
 	EXPECT_EQ(e.ev.rounds, 1u);
 	// One record for the cut, not one per ACK: the socket is restored
 	// and the traffic goes on without another.
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	EXPECT_EQ(::poll(&pfd, 1, 100), 0);
 }
 
@@ -237,25 +245,19 @@ TEST(GuardEvents, TimerfdIsReadableOnARecordAndPassLooksAtItAlone)
 // however many ACKs find it below.
 TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
 	for (int k = 0; k < 4; k++)
-		ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+		ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	struct pollfd pfd = {efd, POLLIN, 0};
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1);
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
-	events_totals e(g.id);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
+	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 1u);
 	EXPECT_EQ(e.ev.rounds, 1u);
 }
@@ -265,34 +267,28 @@ TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
 // drops the entry, and the new socket is not written.
 TEST(GuardEvents, SocketClosedWhileItsRecordIsInFlightIsDropped)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	struct pollfd pfd = {efd, POLLIN, 0};
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
 	// The record waits; the socket it names goes, another takes its number.
-	const int number = c.p.client;
+	const int number = r.c.p.client;
 	fd newer(tcp());
 	ASSERT_NO_FATAL_FAILURE(push_below(newer));
 	const int before = sndbuf(newer);
 	ASSERT_EQ(::dup2(newer, number), number);
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 0);
 	EXPECT_EQ(rep.removed, 1);
 	EXPECT_EQ(rep.reused, 1);
 	EXPECT_EQ(sndbuf(number), before); // never written through
-	events_totals e(g.id);
+	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 1u);
 	EXPECT_EQ(e.ev.dropped, 1u);
 	EXPECT_EQ(e.t.sockets, 0);
@@ -336,28 +332,22 @@ TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
 // it all the same, clear again, and from then on its cuts post again.
 TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
 	struct pollfd pfd = {efd, POLLIN, 0};
 	struct sockbuf_guard_report rep;
 
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1);
 	{
-		events_totals e(g.id);
+		events_totals e(r.g.id);
 		EXPECT_EQ(e.ev.records, 1u);
 		EXPECT_EQ(e.ev.clear_failed, 2u);
 	}
@@ -365,21 +355,21 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 	// Cut again while the mark is still set: no record can come.  The
 	// next round (the timer has not fired, nothing else named) looks at
 	// the socket anyway and clears its mark.
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.sockets, 1) << "the socket with a stuck mark was not looked at";
 	EXPECT_EQ(rep.restored, 1);
-	EXPECT_GE(sndbuf(c.p.client), floor_size);
+	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
 
 	// Cleared now: a third cut posts a record of its own.
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1)
 	    << "the socket posts no record after its mark was cleared";
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1);
-	events_totals e(g.id);
+	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 2u);
 	EXPECT_EQ(e.ev.clear_failed, 2u);
 	EXPECT_EQ(e.ev.restored_events, 3u);
@@ -391,101 +381,84 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 // again, not at the safety net's minute.
 TEST(GuardEvents, StuckMarkWakesTheTimerfdLoopAtThePollingInterval)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
 	struct pollfd pfd = {efd, POLLIN, 0};
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
-	ASSERT_EQ(events_totals(g.id).ev.clear_failed, 2u) << "the mark did not stick";
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
+	ASSERT_EQ(events_totals(r.g.id).ev.clear_failed, 2u) << "the mark did not stick";
 	// Cut again: no record can come, yet the loop is woken.
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	const auto t0 = std::chrono::steady_clock::now();
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "not woken while a mark is stuck";
 	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1);
-	EXPECT_GE(sndbuf(c.p.client), floor_size);
+	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
 }
 
 // The same for the library's thread: it looks again at the polling
 // interval while a mark is stuck.
 TEST(GuardEvents, StuckMarkIsLookedAtByTheThreadAtThePollingInterval)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
 	// Every clear fails for the whole test: the mark stays set, so no
 	// second record can come (nor can a stray one from the first cut,
 	// posted by another CPU, clear it).
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 1'000'000), 0);
-	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 1'000'000), 0);
+	ASSERT_EQ(sockbuf_guard_start(r.g.id, 10'000), 0);
 	auto restored_within = [&](std::chrono::seconds limit) {
 		const auto until = std::chrono::steady_clock::now() + limit;
-		while (sndbuf(c.p.client) < floor_size && std::chrono::steady_clock::now() < until)
+		while (sndbuf(r.c.p.client) < floor_size &&
+		       std::chrono::steady_clock::now() < until)
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
-		return sndbuf(c.p.client) >= floor_size;
+		return sndbuf(r.c.p.client) >= floor_size;
 	};
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	ASSERT_TRUE(restored_within(std::chrono::seconds(5))) << "the record was not acted on";
 	// The round's clears failed: the mark stuck.
 	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-	while (events_totals(g.id).ev.clear_failed < 2 &&
+	while (events_totals(r.g.id).ev.clear_failed < 2 &&
 	       std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	ASSERT_GE(events_totals(g.id).ev.clear_failed, 2u);
-	ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	ASSERT_GE(events_totals(r.g.id).ev.clear_failed, 2u);
+	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 	EXPECT_TRUE(restored_within(std::chrono::seconds(2)))
 	    << "a cut of a socket with a stuck mark waited for the safety net";
-	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	ASSERT_EQ(sockbuf_guard_stop(r.g.id), 0);
 }
 
 // One failed clear, and its retry at once succeeds: the next cut posts.
 TEST(GuardEvents, FailedClearIsRetriedAtOnce)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK: set_initial has no unlocked size to guard";
-	guard_id g(SOCKBUF_GUARD_EVENTS);
-	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
-	cut_pair c(g.id);
-	ASSERT_TRUE(c.ok);
-	const int efd = sockbuf_guard_timerfd(g.id, 10'000);
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	events_rig r;
+	ASSERT_TRUE(r.ok);
+	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
 	ASSERT_GE(efd, 0);
 	struct pollfd pfd = {efd, POLLIN, 0};
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 1), 0);
+	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 1), 0);
 	for (int cut = 0; cut < 2; cut++) {
-		ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
-		ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+		ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
+		ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
 		ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "cut " << cut << ": no record within 5 s";
-		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
 		EXPECT_EQ(rep.restored, 1);
 	}
-	events_totals e(g.id);
+	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 2u);
 	EXPECT_EQ(e.ev.clear_failed, 1u);
 }

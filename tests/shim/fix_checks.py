@@ -32,7 +32,6 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_programs as rp  # noqa: E402
 
-SKIP = 77
 PORT = 5401
 BYTES = 32 << 20
 
@@ -82,9 +81,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sockbuf", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("SKIP: needs root for network namespaces")
-        return SKIP
+    why = rp.root_missing()
+    if why:
+        return rp.skip(why)
     # Bad input first: no namespaces needed.
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -102,24 +101,21 @@ def main():
         rp.check(r.returncode == 2 and want in r.stderr,
                  f"fix {bad}: exit {r.returncode}, names the argument ({r.stderr.strip()!r})")
     data = bytes(range(256)) * (BYTES // 256)
-    try:
-        with rp.Namespaces() as ns:
-            srv = subprocess.Popen(["ip", "netns", "exec", ns.srv, sys.executable, "-c", SERVER,
-                                    rp.SRV_ADDR, str(PORT)], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True)
-            senders = []
-            try:
-                return scenario(args, ns, srv, senders, data)
-            finally:
-                for p in senders + [srv]:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
-    except subprocess.CalledProcessError as e:
-        if "netns" in " ".join(map(str, e.cmd)):
-            print(f"SKIP: cannot create network namespaces: {e.stderr}")
-            return SKIP
-        raise
+
+    def served(ns):
+        srv = subprocess.Popen(["ip", "netns", "exec", ns.srv, sys.executable, "-c", SERVER,
+                                rp.SRV_ADDR, str(PORT)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        senders = []
+        try:
+            return scenario(args, ns, srv, senders, data)
+        finally:
+            for p in senders + [srv]:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+
+    return rp.in_namespaces(served)
 
 
 def scenario(args, ns, srv, senders, data):
@@ -196,11 +192,7 @@ def scenario(args, ns, srv, senders, data):
     guarded(args, pid, cfd2, say)
     say("quit")
     rp.check(srv.wait(timeout=10) == 0, "server exit 0")
-    if rp.failures:
-        print(f"{len(rp.failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return rp.verdict()
 
 
 def guarded(args, pid, cfd, say):

@@ -24,7 +24,6 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_programs as rp  # noqa: E402
 
-SKIP = 77
 PORT = 5501
 WORKERS = 3
 SIZE = 16 << 20
@@ -113,14 +112,13 @@ def main():
     ap.add_argument("--sockbuf", required=True)
     ap.add_argument("--work-dir", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("SKIP: needs root for network namespaces")
-        return SKIP
+    why = rp.root_missing()
+    if why:
+        return rp.skip(why)
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx")
                                       else None)
     if not nginx:
-        print("SKIP: nginx not installed (Debian package nginx-light)")
-        return SKIP
+        return rp.skip("nginx not installed (Debian package nginx-light)")
     prefix = os.path.abspath(args.work_dir)
     shutil.rmtree(prefix, ignore_errors=True)
     os.makedirs(os.path.join(prefix, "html"))
@@ -132,20 +130,12 @@ def main():
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
         f.write(CONF.format(workers=WORKERS, prefix=prefix, addr=rp.SRV_ADDR, port=PORT))
     crc = zlib.crc32(blob)
-    try:
-        with rp.Namespaces() as ns:
-            one_run(args, ns, nginx, prefix, False, crc)
-            one_run(args, ns, nginx, prefix, True, crc)
-    except subprocess.CalledProcessError as e:
-        if "netns" in " ".join(map(str, e.cmd)):
-            print(f"SKIP: cannot create network namespaces: {e.stderr}")
-            return SKIP
-        raise
-    if rp.failures:
-        print(f"{len(rp.failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+
+    def both(ns):
+        one_run(args, ns, nginx, prefix, False, crc)
+        one_run(args, ns, nginx, prefix, True, crc)
+
+    return rp.in_namespaces(both) or rp.verdict()
 
 
 if __name__ == "__main__":

@@ -43,6 +43,47 @@ def check(ok, what):
         failures.append(what)
 
 
+def skip(why):
+    """Says why the checks cannot run here: the exit status of a skip."""
+    print(f"SKIP: {why}")
+    return SKIP
+
+
+def root_missing():
+    """Why checks in network namespaces cannot run here, or None."""
+    return None if os.geteuid() == 0 else "needs root for network namespaces"
+
+
+def seccomp_missing(sockbuf):
+    """Why `sockbuf run --via seccomp` cannot run here, or None."""
+    probe = subprocess.run([sockbuf, "run", "--via", "seccomp", "--", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode == 125:
+        return f"no seccomp supervisor here: {probe.stderr.strip()}"
+    return None
+
+
+def in_namespaces(body):
+    """body(ns) in a fresh pair of namespaces, its result; namespaces that
+    cannot be made are a skip with the reason, never a pass."""
+    try:
+        with Namespaces() as ns:
+            return body(ns)
+    except subprocess.CalledProcessError as e:
+        if "netns" in " ".join(map(str, e.cmd)):
+            return skip(f"cannot create network namespaces: {e.stderr}")
+        raise
+
+
+def verdict():
+    """The exit status of the checks made so far, said in one line."""
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
 def run(*args, check_rc=True, timeout=20):
     return subprocess.run(args, check=check_rc, capture_output=True, text=True,
                           timeout=timeout)
@@ -266,28 +307,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sockbuf", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("SKIP: needs root for network namespaces")
-        return SKIP
+    why = root_missing()
+    if why:
+        return skip(why)
     for tool in ("ip", "iperf3"):
         if not shutil.which(tool):
-            print(f"SKIP: {tool} not installed")
-            return SKIP
-    try:
-        with Namespaces() as ns:
-            for shim in (False, True):
-                python_listener(ns, args.sockbuf, shim)
-                iperf3(ns, args.sockbuf, shim)
-    except subprocess.CalledProcessError as e:
-        if e.args and "netns" in " ".join(map(str, e.cmd)):
-            print(f"SKIP: cannot create network namespaces: {e.stderr}")
-            return SKIP
-        raise
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+            return skip(f"{tool} not installed")
+
+    def both(ns):
+        for shim in (False, True):
+            python_listener(ns, args.sockbuf, shim)
+            iperf3(ns, args.sockbuf, shim)
+
+    return in_namespaces(both) or verdict()
 
 
 if __name__ == "__main__":

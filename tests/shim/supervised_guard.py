@@ -34,9 +34,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from real_programs import SO_BUF_LOCK, SYS_PIDFD_GETFD, check, failures, libc  # noqa: E402
+import real_programs as rp  # noqa: E402
+from real_programs import SO_BUF_LOCK, SYS_PIDFD_GETFD, check, libc  # noqa: E402
 
-SKIP = 77
 FLOOR = 131072
 
 
@@ -205,28 +205,21 @@ def main():
     ap.add_argument("--sockbuf", required=True)
     ap.add_argument("--server", required=True)
     args = ap.parse_args()
-    probe = subprocess.run([args.sockbuf, "run", "--via", "seccomp", "--", "true"],
-                           capture_output=True, text=True)
-    if probe.returncode == 125:
-        print(f"SKIP: no seccomp supervisor here: {probe.stderr.strip()}")
-        return SKIP
+    why = rp.seccomp_missing(args.sockbuf)
+    if why:
+        return rp.skip(why)
     s = socket.socket()
     try:
         s.getsockopt(socket.SOL_SOCKET, SO_BUF_LOCK)
     except OSError as e:
-        print(f"SKIP: no SO_BUF_LOCK ({e}): a cut floor cannot be restored unlocked")
-        return SKIP
+        return rp.skip(f"no SO_BUF_LOCK ({e}): a cut floor cannot be restored unlocked")
     finally:
         s.close()
     one_run(args, guard=False)
     one_run(args, guard=True)
     one_run(args, guard=True, fault="guard_no_precheck")
     no_copy_held(args)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    return rp.verdict()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_programs as rp  # noqa: E402  (namespaces, show, lock_bits, check)
 
-SKIP = 77
 PORT = 5301
 BYTES = 32 << 20
 SIZE = 131072
@@ -145,61 +144,48 @@ def main():
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--src", required=True)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("SKIP: needs root for network namespaces")
-        return SKIP
+    why = rp.root_missing()
+    if why:
+        return rp.skip(why)
     if not shutil.which("ip") or not shutil.which("tc"):
-        print("SKIP: ip or tc (iproute2) not installed")
-        return SKIP
-    probe = subprocess.run([args.sockbuf, "run", "--via", "seccomp", "--", "true"],
-                           capture_output=True, text=True)
-    if probe.returncode == 125:
-        print(f"SKIP: no seccomp supervisor here: {probe.stderr.strip()}")
-        return SKIP
+        return rp.skip("ip or tc (iproute2) not installed")
+    why = rp.seccomp_missing(args.sockbuf)
+    if why:
+        return rp.skip(why)
     os.makedirs(args.build_dir, exist_ok=True)
     programs, why = build(args)
     if programs is None:
-        print(f"SKIP: {why}")
-        return SKIP
+        return rp.skip(why)
     data = payload()
     crc = zlib.crc32(data)
-    try:
-        with rp.Namespaces() as ns:
-            for n, dev in ((ns.srv, ns.veth_s), (ns.cli, ns.veth_c)):
-                r = rp.run("ip", "netns", "exec", n, "tc", "qdisc", "add", "dev", dev,
-                           "root", "netem", "delay", DELAY, "limit", "10000", check_rc=False)
-                if r.returncode != 0:
-                    print(f"note: no netem here ({r.stderr.strip()}): no added delay; "
-                          "the lock, growth and window-scale checks stand", flush=True)
-                    break
-            for label, exe in programs.items():
-                plain = one_run(ns, args, f"{label} plain", exe, False, data, crc)
-                sup = one_run(ns, args, f"{label} supervised", exe, True, data, crc)
-                if not plain or not sup:
-                    continue
-                rp.check(plain["listener_lock"] & 2 == 2 and plain["lock"] & 2 == 2,
-                         f"{label} plain: listener and connection receive-locked "
-                         f"({plain['listener_lock']}, {plain['lock']})")
-                rp.check(plain["rcvbuf"] == 2 * SIZE,
-                         f"{label} plain: receive buffer stuck at {plain['rcvbuf']}")
-                rp.check(sup["listener_lock"] == 0 and sup["lock"] == 0,
-                         f"{label} supervised: listener and connection unlocked "
-                         f"({sup['listener_lock']}, {sup['lock']})")
-                rp.check(sup["rcvbuf"] > 2 * SIZE,
-                         f"{label} supervised: receive buffer grew to {sup['rcvbuf']}")
-                rp.check(sup["wscale"] > plain["wscale"],
-                         f"{label}: window scale {sup['wscale']} supervised, "
-                         f"{plain['wscale']} plain")
-    except subprocess.CalledProcessError as e:
-        if "netns" in " ".join(map(str, e.cmd)):
-            print(f"SKIP: cannot set up network namespaces: {e.stderr}")
-            return SKIP
-        raise
-    if rp.failures:
-        print(f"{len(rp.failures)} check(s) failed")
-        return 1
-    print("all checks passed")
-    return 0
+    def each_program(ns):
+        for n, dev in ((ns.srv, ns.veth_s), (ns.cli, ns.veth_c)):
+            r = rp.run("ip", "netns", "exec", n, "tc", "qdisc", "add", "dev", dev,
+                       "root", "netem", "delay", DELAY, "limit", "10000", check_rc=False)
+            if r.returncode != 0:
+                print(f"note: no netem here ({r.stderr.strip()}): no added delay; "
+                      "the lock, growth and window-scale checks stand", flush=True)
+                break
+        for label, exe in programs.items():
+            plain = one_run(ns, args, f"{label} plain", exe, False, data, crc)
+            sup = one_run(ns, args, f"{label} supervised", exe, True, data, crc)
+            if not plain or not sup:
+                continue
+            rp.check(plain["listener_lock"] & 2 == 2 and plain["lock"] & 2 == 2,
+                     f"{label} plain: listener and connection receive-locked "
+                     f"({plain['listener_lock']}, {plain['lock']})")
+            rp.check(plain["rcvbuf"] == 2 * SIZE,
+                     f"{label} plain: receive buffer stuck at {plain['rcvbuf']}")
+            rp.check(sup["listener_lock"] == 0 and sup["lock"] == 0,
+                     f"{label} supervised: listener and connection unlocked "
+                     f"({sup['listener_lock']}, {sup['lock']})")
+            rp.check(sup["rcvbuf"] > 2 * SIZE,
+                     f"{label} supervised: receive buffer grew to {sup['rcvbuf']}")
+            rp.check(sup["wscale"] > plain["wscale"],
+                     f"{label}: window scale {sup['wscale']} supervised, "
+                     f"{plain['wscale']} plain")
+
+    return rp.in_namespaces(each_program) or rp.verdict()
 
 
 if __name__ == "__main__":

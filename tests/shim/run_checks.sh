@@ -35,6 +35,12 @@ expect "shim not found" "cannot find libsockbuf-shim.so" \
 # Bad input names the argument; exit 2.
 expect "unknown option named" "unknown option '--polcy'" \
 	"$("$sockbuf" run --polcy lock -- "$child" 2>&1)"
+expect "a value cannot add an item" "--floor-guard '10,force:allow': a value may not hold" \
+	"$("$sockbuf" run --floor-guard '10,force:allow' -- "$child" 2>&1)"
+expect "a value cannot start a comment" "--log 'run#1.log': a value may not hold" \
+	"$("$sockbuf" run --log 'run#1.log' --floor-guard 10 -- "$child" 2>&1)"
+expect "a value cannot hold a policy item" "rc=2" \
+	"$("$sockbuf" run --policy 'initial,policy:lock' -- "$child" 2>/dev/null; echo " rc=$?")"
 expect "unknown option exit 2" "rc=2" "$("$sockbuf" run --polcy lock -- "$child" 2>/dev/null; echo " rc=$?")"
 expect "missing value named" "option '--policy' needs a value" "$("$sockbuf" run --policy 2>&1)"
 expect "bad --via named" "--via 'ld': want auto, seccomp or preload" \
@@ -101,6 +107,24 @@ u = socket.socket(type=socket.SOCK_DGRAM)
 u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 print(" ".join(out), "udp-lock", u.getsockopt(socket.SOL_SOCKET, 72))'
 
+# setsockopt(SO_RCVBUF) with every class of length, on a fresh socket
+# each: return value, errno and the size read back.  The kernel takes the
+# length as a signed int: negative ones are EINVAL, never a size applied.
+optlen_py='
+import ctypes, socket
+libc = ctypes.CDLL(None, use_errno=True)
+v = ctypes.c_int(40000)  # stored as 80000, not the default
+out = []
+for n in (-1, -2147483644, 0, 3, 4, 8, 4096):
+    s = socket.socket()
+    ctypes.set_errno(0)
+    r = libc.setsockopt(s.fileno(), socket.SOL_SOCKET, socket.SO_RCVBUF, ctypes.byref(v),
+                        ctypes.c_int(n))
+    e = ctypes.get_errno() if r else 0
+    out.append(f"{n}:{r}/{e}/{s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)}")
+    s.close()
+print(" ".join(out))'
+
 thread_py='
 import socket, threading
 def f():
@@ -124,6 +148,8 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		"$("$sockbuf" run -q --via seccomp -- sh -c "$forks" | sed 's/secure=0 shim=0 //' | tr '\n' ' ')"
 	expect "seccomp: errors as the kernel gives them" "badfd -1 9 efault -1 14 short -1 22 udp-lock 2" \
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$errors_py")"
+	expect "seccomp: every length as the kernel takes it" "$(python3 -c "$optlen_py")" \
+		"$("$sockbuf" run -q --via seccomp -- python3 -c "$optlen_py")"
 	expect "seccomp: a thread's call (not the leader's)" "thread lock 0 rcvbuf 131072" \
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$thread_py")"
 	# The program exits first (its child waits until it has been reaped);

@@ -374,11 +374,14 @@ private:
 		const int fd = int(req.data.args[0]);
 		const int name = int(req.data.args[2]);
 		const uint64_t optval = req.data.args[3];
-		const auto optlen = socklen_t(req.data.args[4]);
+		// The kernel's int optlen, compared signed as the kernel does: a
+		// negative length (-1, 0x80000004) is its -EINVAL, never a size
+		// applied (read unsigned, it passed the check below).
+		const int optlen = int(uint32_t(req.data.args[4]));
 		const bool force = name == SO_SNDBUFFORCE || name == SO_RCVBUFFORCE;
 		const shim::dir d =
 		    name == SO_SNDBUF || name == SO_SNDBUFFORCE ? shim::dir_snd : shim::dir_rcv;
-		if (optlen < sizeof(int))
+		if (optlen < int(sizeof(int)))
 			return continue_call; // the kernel's -EINVAL
 		int asked = 0;
 		struct iovec local = {&asked, sizeof(asked)};

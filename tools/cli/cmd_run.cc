@@ -272,6 +272,16 @@ int cmd_run(int argc, char **argv)
 			    fmt::format("--via '{}': want auto, seccomp or preload", via_arg));
 	}
 
+	// A value is one item's value: the configuration grammar has no
+	// escape, so a ',' '#' or newline in it would start another item or a
+	// comment ("--floor-guard '10,force:allow'" turning FORCE on).  Only
+	// --config takes items.
+	for (const auto &[opt, val] : {std::pair{"--policy", policy}, std::pair{"--log", log},
+				       std::pair{"--floor-guard", guard}})
+		if (val && std::strpbrk(val, ",#\n"))
+			return bad_arg(fmt::format("{} '{}': a value may not hold ',', '#' or a "
+						   "newline (use --config for more items)",
+						   opt, val));
 	std::string config = fmt::format("policy:{}", policy ? policy : "initial");
 	if (extra && *extra)
 		config += fmt::format(",{}", extra);

@@ -558,9 +558,8 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * refuses io_uring_setup). */
 #define SOCKBUF_GUARD_NO_URING (1u << 4)
 /* Read every socket in one BPF iterator over the process's files: the
- * kernel crossed once per pass, not once per socket (0.6 of the CPU of
- * io_uring at 10,000 sockets, 0.4 at 1,000; about 20 us more per pass, so
- * dearer below a few hundred sockets).  Needs CAP_BPF and CAP_PERFMON (or
+ * kernel crossed once per pass, not once per socket (cheaper than io_uring
+ * from a few hundred sockets up: sockbuf_guard_new(3)).  Needs CAP_BPF and CAP_PERFMON (or
  * root), Linux 6.1 with BTF, and a library built with libbpf; where any is
  * missing the guard uses its other sources and says why in
  * sockbuf_guard_totals.bpf_err. */
@@ -581,25 +580,17 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * polls as without the flag and sockbuf_guard_events() says why. */
 #define SOCKBUF_GUARD_EVENTS (1u << 6)
 /* The safety net's default interval (sockbuf_guard_set_net_interval()), in
- * microseconds.  On plain TCP every function that lowers a buffer is
- * watched on Linux 5.10 to 7.2 (docs/results/kernel-sources/
- * send-buffer-cuts.md; kTLS device offload and MPTCP are not), a lost
- * record makes the next pass a full one at once, and a failed clear is
- * retried each round: the net is left with what nothing watches.  At
- * 10,000 idle sockets it costs 0.15-0.2 % of a core natively, against
- * 0.9 % once a second (docs/performance.md). */
+ * microseconds: the net is left with the cuts nothing watches (why this
+ * value: sockbuf_guard_new(3), "Events"). */
 #define SOCKBUF_GUARD_NET_DEFAULT_US 60000000u
 /* How long a cut that the event programs saw may leave a buffer below its
  * floor, in microseconds, from the exit of the kernel function that made
  * it to the exit of the guard's setsockopt() that restores it, besides the
- * time the record waited for the guard's thread (max_wait_ns of
- * sockbuf_guard_event_totals, which the guard measures: the thread's share
- * of the machine, the scheduler's and the memory map's; a page fault of
- * the guard waits while the kernel collapses a huge page of the program's
- * heap, up to 480 ms in a 7.2 guest under emulation).  The contract suite
- * checks every such cut against it on the kernel's clock (docs/contract.md,
- * "The floor judge", with the figures measured on the slowest machines it
- * runs on, qemu TCG guests). */
+ * time its record waited for the guard's thread (max_wait_ns of
+ * sockbuf_guard_event_totals, which the guard measures: scheduling, and
+ * page faults that wait on the kernel's memory management).  The contract
+ * suite checks every such cut against it on the kernel's clock
+ * (docs/contract.md, "The floor judge"). */
 #define SOCKBUF_GUARD_EVENT_BOUND_US 50000
 
 /* Where a pass read the sizes: sockbuf_guard_report.diag and
@@ -623,13 +614,12 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  *               SOCKBUF_GUARD_SRC_DIAG (1, one inet_diag dump) or
  *               SOCKBUF_GUARD_SRC_URING (2, batched getsockopt over
  *               io_uring) or SOCKBUF_GUARD_SRC_BPF (3, one BPF iterator,
- *               SOCKBUF_GUARD_BPF).  The field once held only 0 or 1: test
- *               "== SOCKBUF_GUARD_SRC_DIAG" for a dump, not "!= 0".
+ *               SOCKBUF_GUARD_BPF): test "== SOCKBUF_GUARD_SRC_DIAG" for a
+ *               dump, not "!= 0".
  * @duration_ns: how long the pass took (CLOCK_MONOTONIC).
  * @reused:      of @removed, those whose fd was found naming another
  *               socket (the number closed and reused): dropped, never
- *               written through.  Taken from @reserved: older callers
- *               read it as 0.
+ *               written through.
  */
 struct sockbuf_guard_report {
 	int sockets;
@@ -700,11 +690,6 @@ struct sockbuf_guard_report {
  *                  a cut can stay unrestored for the interval, this and
  *                  one pass.  Counted from the driver's second pass;
  *                  saturates at UINT32_MAX.
- *
- * @reserve_ok, @reserve_failed, @reserve_err, @uring_err, @source,
- * @bpf_err, @reused and @max_late_us were taken from @reserved: the
- * struct keeps its size, and older callers that zeroed @reserved read them
- * as 0.
  */
 struct sockbuf_guard_totals {
 	uint64_t passes;
@@ -975,9 +960,6 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  tcp_check_space() or __tcp_check_space(), [2]
  *                  sk_page_frag_refill(), [3] tcp_stream_alloc_skb() or
  *                  sk_stream_alloc_skb(); 32-bit, wrapping.
- *
- * @total_round_ns, @clear_failed, @not_below, @max_wait_ns and @records_at
- * were taken from @reserved (the struct keeps its size).
  */
 struct sockbuf_guard_event_totals {
 	int err;

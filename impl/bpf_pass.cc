@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// A floor-guard pass as one BPF iterator over the process's files: loading,
+// running, reading its slots.
 #include "bpf_pass.h"
 
 #include <cerrno>

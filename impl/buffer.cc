@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// Per-direction size, lock and read-back primitives on one socket, in the library's unit.
 #include "buffer.h"
 
 #include "sys.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// Which capabilities this process holds, asked of libcap-ng.
 #include "caps.h"
 
 #include <cap-ng.h>

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// Why SO_RESERVE_MEM is or is not usable: the process's memory cgroup, read
+// from /proc and its files.
 #include "cgroup.h"
 
 #include "read_file.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The plan of which strategy sets each buffer, and its execution.
 #include "exec.h"
 
 #include "buffer.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// One call at a time on one fd across this process's threads.
 #include "fd_serial.h"
 
 #include <pthread.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The floor registry's writer: this process's floors, published for `sockbuf show`.
 #include "floor_registry.h"
 
 #include "read_file.h"

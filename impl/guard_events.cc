@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// The guard's event source: loading the fexit programs, their map of floors,
+// and draining their ring.
 #include "guard_events.h"
 
 #include "caps.h"

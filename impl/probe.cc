@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// What this kernel offers, found once per process with real sockets.
 #include "probe.h"
 
 #include "caps.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// Whole small files read with EINTR retried, through the syscall seam.
 #include "read_file.h"
 
 #include "sys.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The syscall seam: every socket syscall the library makes, with test-build fault injection.
 #include "sys.h"
 
 #include <atomic>

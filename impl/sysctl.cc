@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The net sysctls that bound buffer sizes, read.
 #include "sysctl.h"
 
 #include "read_file.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// Batched SOL_SOCKET getsockopt through io_uring for the guard's passes.
 #include "uring.h"
 
 #include "sys.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The argument and socket checks every public call makes before it changes anything.
 #include "validate.h"
 
 #include "sys.h"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// The window clamps the buffer options leave behind, found and cleared.
 #include "window_clamp.h"
 
 #include "sys.h"

@@ -1036,16 +1036,20 @@ def sndbuf_writer(violations):
     return MODERATE
 
 
-def _side_cell(d, release, clause):
+def _side_cell(d, release, clause, notes, where):
+    """One cell: counts and short verdicts; each failure's reason goes to
+    @notes (listed under the table, @where naming kernel, clause and side)
+    and the cell refers to it by number: tables hold figures."""
     if not d:
         return "-"
     parts = ["%d pass" % len(d["pass"])] if d["pass"] else []
     for name, why in d["fail"]:
-        txt = "**FAIL %s**: %s" % (name, why)
+        txt = "%s, %s: %s" % (where, name, why)
         # A send buffer under its floor: the kernel function that set it.
         if clause == "C3" and "sndbuf" in why.lower():
             txt += " (" + code_link(release, d.get("writer", {}).get(name, MODERATE)) + ")"
-        parts.append(txt)
+        notes.append(txt)
+        parts.append("**FAIL %s** [%d]" % (name, len(notes)))
     if d["unverified"]:
         bounds = d.get("bounds", {})
         parts.append("%d unverified (%s)" % (len(d["unverified"]), "; ".join(
@@ -1069,11 +1073,12 @@ def render_contract(con):
     L = ["`sockbuf-contract` (docs/contract.md) inside each guest, "
          "`--allow-global-changes` (its `pressure` scenario lowers `tcp_mem`); "
          "the host runs it without global changes.  Each cell counts the "
-         "scenarios; failures are listed with the suite's own reason.  A C3 "
-         "library verdict in which some socket's samples were further apart "
-         "than the repair bound of the guard that held it (its interval, its "
-         "longest pass in that scenario and a 50 ms allowance; the tightest "
-         "socket's gap and bound given per scenario) is *unverified*, not a pass "
+         "scenarios; each failure is numbered and its reason, the suite's own, "
+         "listed under the table.  A C3 "
+         "library verdict that the samples alone cannot settle (a dip whose "
+         "upper bound is past its guard's bound, or samples further apart "
+         "than it; the tightest socket's gap and bound given per scenario) is "
+         "*unverified*, not a pass "
          "(results recorded before the suite reported that itself are read "
          "against %.0f ms).  The suite runs a scenario whose library verdict "
          "was unverified, and that failed nothing, a second time; the second "
@@ -1096,6 +1101,7 @@ def render_contract(con):
                 clauses.append(cl)
     L.append("| kernel | exit | clause | raw kernel property | library guarantee |")
     L.append("|---|---|---|---|---|")
+    notes = []
     for name, res, c in con:
         rc = res.get("section_rc", {}).get("contract", "?")
         failure = contract_failure(res)
@@ -1107,9 +1113,16 @@ def render_contract(con):
         for cl in clauses:
             d = agg.get(cl, {})
             L.append("| %s | %s | %s | %s | %s |" % (
-                name, rc, cl, esc(_side_cell(d.get("raw"), res.get("release"), cl)),
-                esc(_side_cell(d.get("library"), res.get("release"), cl))))
+                name, rc, cl,
+                esc(_side_cell(d.get("raw"), res.get("release"), cl, notes,
+                               "%s %s raw" % (name, cl))),
+                esc(_side_cell(d.get("library"), res.get("release"), cl, notes,
+                               "%s %s library" % (name, cl)))))
     L.append("")
+    for k, txt in enumerate(notes, 1):
+        L.append("%d. %s" % (k, txt))
+    if notes:
+        L.append("")
     return L
 
 

@@ -511,6 +511,22 @@ class RenderTest(unittest.TestCase):
         viol["memory"]["fwd_alloc"] = 999
         self.assertNotIn("ident/tcp_should_expand_sndbuf", render.render([r], None))
 
+    def test_failure_reason_is_a_numbered_note_under_the_table(self):
+        # Tables hold figures: the cell names the failed scenario and a
+        # number; the suite's reason is that numbered line under the table.
+        r = self.result()
+        s = self.scenario("pressure")
+        why = "1 violation(s); first: pressure/lib_initial/c1/client SO_SNDBUF = 4608"
+        s["verdicts"][1]["library"] = {"verdict": "FAIL", "why": why,
+                                       "violations_total": 1, "violations": []}
+        r["sections"]["contract"] = self.contract([s])
+        r["section_rc"]["contract"] = 0
+        text = render.render([r], None)
+        rows = [line for line in text.splitlines() if "**FAIL pressure** [1]" in line]
+        self.assertEqual(len(rows), 1, text)
+        self.assertNotIn("violation", rows[0])
+        self.assertIn("\n1. %s C3 library, pressure: %s" % (r["name"], why), text)
+
     def test_trace_dip_needs_a_kernel_event_before_the_dip(self):
         from kmatrix import outcome
         r = self.result()

@@ -171,6 +171,25 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		expect "set-user-ID, --via preload: said" "is set-user-ID: ld.so ignores LD_PRELOAD" \
 			"$("$sockbuf" run --via preload -- "$suid" 2>&1)"
 		rm -rf "$(dirname "$suid")"
+		# A static set-user-ID program run by a user: the shim cannot
+		# reach it and the supervisor would take its privileges (the
+		# filter brings no_new_privs): auto leaves it unchanged and says
+		# why, never the supervisor.
+		sdir=$(mktemp -d) && chmod 755 "$sdir"
+		sstatic=$sdir/suid_static
+		cp "$static" "$sstatic" && chmod 4755 "$sstatic"
+		out=$(su nobody -s /bin/sh -c "'$sockbuf' run -- '$sstatic'" 2>&1 </dev/null)
+		expect "static set-user-ID as a user: auto keeps its privileges" \
+			"it runs unchanged (--via seccomp would run it without those privileges)" "$out"
+		case "$out" in
+		*"via seccomp supervisor"*)
+			echo "FAIL: static set-user-ID as a user: supervised: $out"
+			failures=$((failures + 1)) ;;
+		esac
+		expect "as a user under the supervisor: no_new_privs said" \
+			"and the programs it starts run with no_new_privs" \
+			"$(su nobody -s /bin/sh -c "'$sockbuf' run --via seccomp -- '$child'" 2>&1 </dev/null)"
+		rm -rf "$sdir"
 	fi
 else
 	echo "skip: the seccomp supervisor is unavailable here: $("$sockbuf" run --via seccomp -- true 2>&1)"

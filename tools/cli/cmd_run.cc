@@ -329,10 +329,15 @@ int cmd_run(int argc, char **argv)
 #endif
 	// Secure execution: ld.so drops LD_PRELOAD.  Root installs the filter
 	// without no_new_privs, so the program keeps its privileges under the
-	// supervisor; anyone else would take them away: not by default.
+	// supervisor; anyone else would take them away: never by default, not
+	// even for a static set-user-ID program the shim cannot reach (it then
+	// runs unchanged, and the line below says so).
+	const bool would_lose_privileges = t.secure && geteuid() != 0;
 	if (how == via::automatic)
-		how = (preload_blind || (t.secure && geteuid() == 0)) && seccomp_ok ? via::seccomp
-										    : via::preload;
+		how = (preload_blind || (t.secure && geteuid() == 0)) && seccomp_ok &&
+			      !would_lose_privileges
+			  ? via::seccomp
+			  : via::preload;
 	if (how == via::seccomp) {
 		if (!seccomp_ok) {
 			fmt::print(stderr, "sockbuf run: --via seccomp: {}\n", seccomp_why);
@@ -346,11 +351,19 @@ int cmd_run(int argc, char **argv)
 				   unsupported);
 			return 2;
 		}
-		if (t.secure && geteuid() != 0)
+		if (would_lose_privileges)
 			fmt::print(stderr,
 				   "sockbuf run: {} is {}: under the supervisor it runs with "
 				   "no_new_privs, without those privileges\n",
 				   what, t.secure_why);
+		else if (geteuid() != 0)
+			// The filter comes with no_new_privs, which every program
+			// this one starts inherits: a helper's privileges are lost.
+			fmt::print(stderr,
+				   "sockbuf run: not root: {} and the programs it starts run with "
+				   "no_new_privs; a set-user-ID or file-capability program among "
+				   "them gets no privileges\n",
+				   what);
 		if (!quiet)
 			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}{}\n", what,
 				   t.secure ? fmt::format("is {} (ld.so would ignore LD_PRELOAD)",

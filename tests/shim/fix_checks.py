@@ -50,6 +50,17 @@ for line in sys.stdin:
         c, _ = l.accept()
         conns.append(c)
         print("accepted", c.fileno(), flush=True)
+    elif cmd[0] == "repoint":
+        # Another listener (receive-locked at 32768) takes the listener's
+        # number: what a program may do between a listing and a write.
+        import os
+        n = socket.socket()
+        n.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        n.bind((sys.argv[1], 0))
+        n.listen(8)
+        os.dup2(n.fileno(), l.fileno())
+        n.close()
+        print("repointed", l.fileno(), flush=True)
     elif cmd[0] == "drain":
         c, want, crc = conns[int(cmd[1])], int(cmd[2]), 0
         while want:
@@ -108,14 +119,15 @@ def main():
                                stdout=subprocess.PIPE, text=True)
         senders = []
         try:
-            return scenario(args, ns, srv, senders, data)
+            scenario(args, ns, srv, senders, data)
         finally:
             for p in senders + [srv]:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
+        repointed(args, ns)
 
-    return rp.in_namespaces(served)
+    return rp.in_namespaces(served) or rp.verdict()
 
 
 def scenario(args, ns, srv, senders, data):
@@ -192,7 +204,37 @@ def scenario(args, ns, srv, senders, data):
     guarded(args, pid, cfd2, say)
     say("quit")
     rp.check(srv.wait(timeout=10) == 0, "server exit 0")
-    return rp.verdict()
+
+
+def repointed(args, ns):
+    """The listener's number re-pointed at another listener between fix's
+    listing and its write: fix must not write the one that took it."""
+    srv = subprocess.Popen(["ip", "netns", "exec", ns.srv, sys.executable, "-c", SERVER,
+                            rp.SRV_ADDR, str(PORT + 1)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        lfd = int(srv.stdout.readline().split()[1])
+        env = dict(os.environ, SOCKBUF_RUN_FAULT="fix_hold_after_listing")
+        fx = subprocess.Popen([args.sockbuf, "fix", str(srv.pid)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+        held = fx.stderr.readline().strip()
+        srv.stdin.write("repoint\n")
+        srv.stdin.flush()
+        moved = srv.stdout.readline().split()
+        out, err = fx.communicate("\n", timeout=30)
+        other = sock(rp.show(args.sockbuf, srv.pid), lfd)
+        rp.check(held == "listed" and moved == ["repointed", str(lfd)],
+                 f"re-pointed between listing and write ({held!r}, {moved})")
+        rp.check(f"not changed fd {lfd} LISTEN" in out and "names another socket now" in out,
+                 f"fix says the number names another socket: {out.strip()!r} {err.strip()!r}")
+        rp.check(other and other["lock_bits"] == 2 and other["rcvbuf"] == 32768,
+                 f"the listener that took the number is untouched: locked at 32768 "
+                 f"({other and other['lock_bits']}, {other and other['rcvbuf']})")
+    finally:
+        srv.stdin.write("quit\n")
+        srv.stdin.flush()
+        srv.wait(timeout=10)
 
 
 def guarded(args, pid, cfd, say):

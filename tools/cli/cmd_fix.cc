@@ -105,6 +105,26 @@ struct outcome {
 	int changed = 0, unchanged = 0, failed = 0;
 };
 
+// The program's descriptor @s.fd, taken through @pidfd, if it still names
+// the socket the listing found there (its inode): the number is the
+// program's, and between the listing and this it can close it and
+// another socket can take it.  -errno, or -ESTALE for another socket
+// (said on standard output with @what it was for).
+int take_listed(int pidfd, const show::shown_socket &s, const char *what)
+{
+	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	if (dup < 0)
+		return -errno;
+	const int64_t ino = diag::socket_inode(dup);
+	if (ino != int64_t(s.info.inode)) {
+		close(dup);
+		fmt::print("{} {}: fd {} names another {} now (inode {}, listed {}); not written\n",
+			   what, describe(s), s.fd, ino < 0 ? "file" : "socket", ino, s.info.inode);
+		return -ESTALE;
+	}
+	return dup;
+}
+
 // One socket: unlock locked directions at their size, raise to the floor.
 void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry, outcome *out)
 {
@@ -130,10 +150,11 @@ void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry, 
 		out->changed++;
 		return;
 	}
-	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	const int dup = take_listed(pidfd, s, "not changed");
 	if (dup < 0) {
-		fmt::print("could not change {}: pidfd_getfd: {}\n", describe(s),
-			   std::strerror(errno));
+		if (dup != -ESTALE)
+			fmt::print("could not change {}: pidfd_getfd: {}\n", describe(s),
+				   std::strerror(-dup));
 		out->failed++;
 		return;
 	}
@@ -171,8 +192,12 @@ int guard_add_all(remote::guard *g, int pid, int pidfd, const show::collection &
 	for (const auto &s : c.sockets) {
 		if (s.lock < 0)
 			continue;
-		int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
-		int ret = dup < 0 ? -errno : g->add(pid, s.fd, dup, {floor, floor});
+		const int dup = take_listed(pidfd, s, "not guarded");
+		if (dup == -ESTALE) {
+			failed++;
+			continue;
+		}
+		int ret = dup < 0 ? dup : g->add(pid, s.fd, dup, {floor, floor});
 		if (dup >= 0)
 			close(dup);
 		if (ret < 0) {
@@ -315,6 +340,17 @@ int cmd_fix(int argc, char **argv)
 			close(pidfd);
 			return 1;
 		}
+	// The test seam: SOCKBUF_RUN_FAULT=fix_hold_after_listing holds the
+	// run between the listing and the writes (a line on standard input
+	// lets it go), so that a test can re-point a listed number there.
+	if (const char *f = std::getenv("SOCKBUF_RUN_FAULT");
+	    f && !std::strcmp(f, "fix_hold_after_listing")) {
+		fmt::print(stderr, "listed\n");
+		std::fflush(stderr);
+		char line[8];
+		if (!std::fgets(line, sizeof(line), stdin))
+			line[0] = '\0';
+	}
 	outcome out;
 	std::vector<std::string> small_scale;
 	const int rmem_max = c.limits.tcp_rmem[2];

@@ -241,7 +241,8 @@ int main(int argc, char **argv)
 			const auto start_by =
 			    std::chrono::steady_clock::now() + std::chrono::seconds(60);
 			struct sockbuf_guard_totals first = t0;
-			while (first.passes == t0.passes && std::chrono::steady_clock::now() < start_by) {
+			while (first.passes == t0.passes &&
+			       std::chrono::steady_clock::now() < start_by) {
 				poll(nullptr, 0, 1);
 				sockbuf_guard_stats(g, &first);
 			}

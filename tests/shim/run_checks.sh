@@ -171,6 +171,16 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		expect "set-user-ID, --via preload: said" "is set-user-ID: ld.so ignores LD_PRELOAD" \
 			"$("$sockbuf" run --via preload -- "$suid" 2>&1)"
 		rm -rf "$(dirname "$suid")"
+		# The kernel ignores a script's set-user-ID bit: the shim reaches
+		# its interpreter, and nothing may say otherwise.
+		sdir=$(mktemp -d) && chmod 755 "$sdir"
+		printf '#!/bin/sh\nexec "%s"\n' "$child" >"$sdir/suid.sh"
+		chown nobody "$sdir/suid.sh" && chmod 4755 "$sdir/suid.sh"
+		expect "set-user-ID script: preload, as for any script" "via preload: $sdir/suid.sh (script for /bin/sh)" \
+			"$("$sockbuf" run -- "$sdir/suid.sh" 2>&1 >/dev/null)"
+		expect "set-user-ID script: the shim is active" "secure=0 shim=1" \
+			"$("$sockbuf" run -- "$sdir/suid.sh" 2>/dev/null)"
+		rm -rf "$sdir"
 		# A static set-user-ID program run by a user: the shim cannot
 		# reach it and the supervisor would take its privileges (the
 		# filter brings no_new_privs): auto leaves it unchanged and says

@@ -311,12 +311,15 @@ target_info inspect(const std::string &path)
 	t.path = path;
 	if (path.empty())
 		return t;
-	t.secure = secure_exec(path, &t.secure_why);
 	std::string interp;
 	{
 		mapped_file f(path);
 		interp = script_interpreter(f);
 	}
+	// The kernel runs a script's interpreter with the interpreter's own
+	// set-user-ID bits and capabilities, never the script's: those of
+	// what is executed in the end decide secure execution.
+	t.secure = secure_exec(interp.empty() ? path : interp, &t.secure_why);
 	t.script = interp;
 	t.link = elf_linkage(interp.empty() ? path : interp, &t.launcher);
 	return t;

@@ -12,6 +12,7 @@
 
 #include "remote_guard.h"
 #include "show_collect.h"
+#include "test_fault.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -343,8 +344,7 @@ int cmd_fix(int argc, char **argv)
 	// The test seam: SOCKBUF_RUN_FAULT=fix_hold_after_listing holds the
 	// run between the listing and the writes (a line on standard input
 	// lets it go), so that a test can re-point a listed number there.
-	if (const char *f = std::getenv("SOCKBUF_RUN_FAULT");
-	    f && !std::strcmp(f, "fix_hold_after_listing")) {
+	if (test_fault("fix_hold_after_listing")) {
 		fmt::print(stderr, "listed\n");
 		std::fflush(stderr);
 		char line[8];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "remote_guard.h"
+#include "test_fault.h"
 
 #include <fmt/core.h>
 
@@ -27,8 +28,7 @@ namespace
 // the cookie check at the write keeps it unwritten.
 bool no_precheck()
 {
-	const char *f = std::getenv("SOCKBUF_RUN_FAULT");
-	return f && !std::strcmp(f, "guard_no_precheck");
+	return test_fault("guard_no_precheck");
 }
 
 uint64_t cookie_of(int fd)

@@ -2,6 +2,7 @@
 #include "supervise.h"
 
 #include "remote_guard.h"
+#include "test_fault.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -76,12 +77,6 @@ int pidfd_open(pid_t pid)
 int pidfd_getfd(int pidfd, int fd)
 {
 	return int(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-}
-
-bool fault(const char *what)
-{
-	const char *f = std::getenv("SOCKBUF_RUN_FAULT");
-	return f && !std::strcmp(f, what);
 }
 
 // Installs the filter in the calling process; the listener fd or -errno.
@@ -536,15 +531,15 @@ int supervisor_available(std::string *why)
 	return -ENOSYS;
 #else
 	uint32_t action = SECCOMP_RET_USER_NOTIF;
-	if (fault("notif") || sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) {
-		int e = fault("notif") ? ENOSYS : errno;
+	if (test_fault("notif") || sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) {
+		int e = test_fault("notif") ? ENOSYS : errno;
 		*why = fmt::format("seccomp user notification unavailable ({}; Linux 5.5 and "
 				   "CONFIG_SECCOMP_FILTER)",
 				   std::strerror(e));
 		return -e;
 	}
 	int e = 0;
-	if (fault("pidfd_getfd"))
+	if (test_fault("pidfd_getfd"))
 		e = ENOSYS;
 	else if (pidfd_getfd(-1, 0) < 0 && errno != EBADF)
 		e = errno;

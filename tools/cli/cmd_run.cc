@@ -334,8 +334,7 @@ int cmd_run(int argc, char **argv)
 	// runs unchanged, and the line below says so).
 	const bool would_lose_privileges = t.secure && geteuid() != 0;
 	if (how == via::automatic)
-		how = (preload_blind || (t.secure && geteuid() == 0)) && seccomp_ok &&
-			      !would_lose_privileges
+		how = (preload_blind || t.secure) && seccomp_ok && !would_lose_privileges
 			  ? via::seccomp
 			  : via::preload;
 	if (how == via::seccomp) {

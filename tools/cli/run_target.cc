@@ -316,12 +316,13 @@ target_info inspect(const std::string &path)
 		mapped_file f(path);
 		interp = script_interpreter(f);
 	}
-	// The kernel runs a script's interpreter with the interpreter's own
-	// set-user-ID bits and capabilities, never the script's: those of
-	// what is executed in the end decide secure execution.
-	t.secure = secure_exec(interp.empty() ? path : interp, &t.secure_why);
+	// What is executed in the end: a script's interpreter, which the
+	// kernel runs with its own set-user-ID bits and capabilities, never
+	// the script's.  Secure execution and linkage are that file's.
+	const std::string &exe = interp.empty() ? path : interp;
+	t.secure = secure_exec(exe, &t.secure_why);
 	t.script = interp;
-	t.link = elf_linkage(interp.empty() ? path : interp, &t.launcher);
+	t.link = elf_linkage(exe, &t.launcher);
 	return t;
 }
 

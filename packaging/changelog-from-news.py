@@ -7,7 +7,7 @@
 
 NEWS.md holds one section per version, newest first:
 
-    ## 0.3.0 (2026-12-06 12:00 UTC)
+    ## 0.3.0 (2026-12-06 08:00 UTC)
 
     - What changed, for users; continuation lines
       indented by two spaces.
@@ -74,24 +74,26 @@ def changelog(entries):
     return "\n".join(parts)
 
 
-def main(argv):
-    if len(argv) >= 2 and argv[0] == "--version":
-        with open(argv[1], encoding="utf-8") as f:
-            entries = parse(f.read())
-        if not entries:
-            raise SystemExit("%s: no version section" % argv[1])
-        print(entries[0][0])
-        return 0
-    if not 1 <= len(argv) <= 2:
-        raise SystemExit(__doc__.strip().splitlines()[2].strip())
-    with open(argv[0], encoding="utf-8") as f:
+def load(path):
+    """The entries of @path; a file without a good version section ends
+    the program with the reason."""
+    with open(path, encoding="utf-8") as f:
         try:
             entries = parse(f.read())
         except ValueError as e:
             raise SystemExit(str(e))
     if not entries:
-        raise SystemExit("%s: no version section" % argv[0])
-    text = changelog(entries)
+        raise SystemExit("%s: no version section" % path)
+    return entries
+
+
+def main(argv):
+    if len(argv) == 2 and argv[0] == "--version":
+        print(load(argv[1])[0][0])
+        return 0
+    if not 1 <= len(argv) <= 2:
+        raise SystemExit(__doc__.strip().splitlines()[2].strip())
+    text = changelog(load(argv[0]))
     if len(argv) == 2:
         with open(argv[1], "w", encoding="utf-8") as f:
             f.write(text)

@@ -159,8 +159,6 @@ floor_judgment judge_floors(const scenario_result &r)
 						k.end_fn = ended_by_samples;
 						fj.cut_by_samples++;
 					}
-				}
-				for (const kernel_dip &k : kd) {
 					const bool watched = m.events_on &&
 							     r.clock.cut_point(k.start_fn) &&
 							     guard_watches(k.start_fn, g.attached);

@@ -21,6 +21,7 @@
 
 #include <cap-ng.h>
 
+#include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,6 +29,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -604,6 +606,44 @@ TEST(GuardDrive, NoDriverNothingLate)
 	struct sockbuf_guard_totals t = {};
 	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
 	EXPECT_EQ(t.max_late_us, 0u);
+}
+
+namespace
+{
+// How many threads of this process are named @name (/proc/self/task).
+int threads_named(const std::string &name)
+{
+	int n = 0;
+	std::unique_ptr<DIR, int (*)(DIR *)> d(opendir("/proc/self/task"), closedir);
+	if (!d)
+		return -1;
+	while (const struct dirent *e = readdir(d.get())) {
+		if (e->d_name[0] == '.')
+			continue;
+		std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+		std::string got;
+		if (std::getline(comm, got) && got == name)
+			n++;
+	}
+	return n;
+}
+} // namespace
+
+// The library's thread is named, as sockbuf_guard_new(3) says, and goes
+// with sockbuf_guard_stop().
+TEST(GuardDrive, ThreadIsNamedSockbufGuard)
+{
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	ASSERT_EQ(threads_named("sockbuf-guard"), 0);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	// The name is set as the thread starts: wait for it, bounded.
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (threads_named("sockbuf-guard") != 1 && std::chrono::steady_clock::now() < deadline)
+		::poll(nullptr, 0, 1);
+	EXPECT_EQ(threads_named("sockbuf-guard"), 1);
+	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	EXPECT_EQ(threads_named("sockbuf-guard"), 0);
 }
 
 // A stopped thread owes no pass: its first pass after a restart 300 ms

@@ -574,6 +574,17 @@ class RenderTest(unittest.TestCase):
         r["sections"]["contract"]["scenarios"].append(self.scenario("jitter"))
         self.assertEqual(render.effective_status(r), ("ok", None))
 
+    def test_step_stopped_by_the_guest_step_limit_fails_the_kernel(self):
+        r = self.result()
+        self.assertEqual(render.effective_status(r), ("ok", None))
+        r["sections"]["pressure-memcg"] = {
+            "error": "did not finish within 120 s (step limit): killed",
+            "stuck": "task 307 of 307 (sockbuf-kernel-) State: D (disk sleep)"}
+        r["section_rc"]["pressure-memcg"] = 124
+        st, why = render.effective_status(r)
+        self.assertEqual(st, "fail")
+        self.assertIn("pressure-memcg: did not finish within the step limit", why)
+
     def test_contract_that_ran_nothing_is_a_failed_run(self):
         r = self.result()
         r["sections"]["contract"] = self.contract([])

@@ -31,9 +31,12 @@ dmesg -n 1
 
 : "${sbk_profile:=quick}" "${sbk_rtts:=50}" "${sbk_seconds:=4}"
 : "${sbk_bytes:=268435456}" "${sbk_pressure_rtt:=50}" "${sbk_memcg_headroom:=65536}"
-: "${sbk_force_size:=16777216}"
+: "${sbk_force_size:=16777216}" "${sbk_check_limit:=120}"
 
-step() { echo "@@SBK STEP $1@@"; }
+step() {
+	step_name=$1
+	echo "@@SBK STEP $1@@"
+}
 # emit NAME FILE RC: one JSON document between markers.
 emit() {
 	echo "@@SBK-BEGIN $1@@"
@@ -108,9 +111,75 @@ set_delay() {
 	return 0
 }
 
+# descendants PID: the processes PID started, and theirs.
+descendants() {
+	for d in /proc/[0-9]*; do
+		{ read -r _ _ _ ppid _ <"$d/stat"; } 2>/dev/null || continue
+		[ "$ppid" = "$1" ] || continue
+		echo "${d#/proc/}"
+		descendants "${d#/proc/}"
+	done
+}
+# task_report PID...: each task's state, wait channel and kernel stack.
+task_report() {
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do
+			echo "task ${t##*/} of $p ($(cat "/proc/$p/comm" 2>/dev/null))" \
+				"$(grep '^State:' "$t/status" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+			sed 's/^/    /' "$t/stack" 2>/dev/null
+		done
+	done
+}
+# bounded NAME CMD...: CMD under the step limit (sbk_check_limit seconds).
+# Past it, what CMD and every process it started were waiting in goes to
+# /tmp/NAME.stuck and all of them are killed: a stuck step fails with its
+# evidence (emit_step) and the guest goes on with its plan.
+bounded() {
+	name=$1
+	shift
+	rm -f "/tmp/$name.stuck"
+	"$@" &
+	pid=$!
+	(
+		i=0
+		while [ $i -lt "$sbk_check_limit" ]; do
+			kill -0 $pid 2>/dev/null || exit 0
+			sleep 1
+			i=$((i + 1))
+		done
+		kill -0 $pid 2>/dev/null || exit 0
+		all="$pid $(descendants $pid)"
+		# shellcheck disable=SC2086 # one word per pid
+		task_report $all >"/tmp/$name.stuck.part"
+		mv "/tmp/$name.stuck.part" "/tmp/$name.stuck"
+		# shellcheck disable=SC2086
+		kill -9 $all 2>/dev/null
+	) &
+	wd=$!
+	wait $pid
+	rc=$?
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
+	return $rc
+}
+# emit_step NAME FILE RC: emit, or for a step bounded() stopped, the
+# reason and the stacks (on the console as they are, in the JSON joined).
+emit_step() {
+	if [ -s "/tmp/$1.stuck" ]; then
+		echo "step $1 did not finish within $sbk_check_limit s; its tasks:"
+		cat "/tmp/$1.stuck"
+		echo "{\"error\": \"did not finish within $sbk_check_limit s (step limit): killed\"," \
+			"\"stuck\": $(jstr "$(head -c 8000 "/tmp/$1.stuck")")}" >"$2"
+		emit "$1" "$2" 124
+	else
+		emit "$1" "$2" "$3"
+	fi
+}
+
 check() {
-	sockbuf-kernel-check --server-ns /run/netns/sbk-a --client-ns /run/netns/sbk-b \
-		--addr 198.18.0.1 --seconds "$sbk_seconds" --bytes "$sbk_bytes" "$@"
+	bounded "$step_name" sockbuf-kernel-check --server-ns /run/netns/sbk-a \
+		--client-ns /run/netns/sbk-b --addr 198.18.0.1 --seconds "$sbk_seconds" \
+		--bytes "$sbk_bytes" "$@"
 }
 
 if [ $net_rc -eq 0 ]; then
@@ -119,7 +188,7 @@ if [ $net_rc -eq 0 ]; then
 		if set_delay "$rtt"; then
 			check --rtt-ms "$rtt" --scenarios untouched,initial,locked \
 				--json /tmp/check.json
-			emit "check-rtt$rtt" /tmp/check.json $?
+			emit_step "check-rtt$rtt" /tmp/check.json $?
 		else
 			echo "{\"skip\": \"netem delay $rtt ms could not be set\"}" >/tmp/check.json
 			emit "check-rtt$rtt" /tmp/check.json 77
@@ -130,7 +199,7 @@ if [ $net_rc -eq 0 ]; then
 	set_delay "$sbk_pressure_rtt"
 	check --rtt-ms "$sbk_pressure_rtt" --scenarios tcp_mem,tcp_mem_restore \
 		--allow-global-changes --json /tmp/pressure.json
-	emit pressure-tcp_mem /tmp/pressure.json $?
+	emit_step pressure-tcp_mem /tmp/pressure.json $?
 
 	# A size above net.core.[wr]mem_max and tcp_[wr]mem[2] (16 MB by
 	# default): FORCE stored, SO_BUF_LOCK 0 keeps it, a transfer keeps it;
@@ -139,7 +208,7 @@ if [ $net_rc -eq 0 ]; then
 	set_delay "$sbk_pressure_rtt"
 	check --rtt-ms "$sbk_pressure_rtt" --scenarios initial_force --size "$sbk_force_size" \
 		--allow-global-changes --json /tmp/force.json
-	emit force-ceiling /tmp/force.json $?
+	emit_step force-ceiling /tmp/force.json $?
 
 	step pressure-memcg
 	case " $cg " in
@@ -152,7 +221,7 @@ if [ $net_rc -eq 0 ]; then
 		check --rtt-ms "$sbk_pressure_rtt" --scenarios memcg \
 			--memcg-parent /sys/fs/cgroup --memcg-headroom "$sbk_memcg_headroom" \
 			--allow-global-changes --json /tmp/memcg.json
-		emit pressure-memcg /tmp/memcg.json $?
+		emit_step pressure-memcg /tmp/memcg.json $?
 		;;
 	*)
 		echo '{"skip": "no cgroup v2 memory controller"}' >/tmp/memcg.json

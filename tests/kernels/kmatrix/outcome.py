@@ -86,12 +86,24 @@ def trace_dip(res):
         len(violations), violations[0].get("kernel_events", {}).get("reason", "no record"))
 
 
+def stuck_steps(res):
+    """The guest steps init.sh's step limit stopped (it killed them and kept
+    what their tasks were waiting in, "stuck"), as one reason, or None."""
+    stuck = [name for name, sec in (res.get("sections") or {}).items()
+             if isinstance(sec, dict) and "stuck" in sec]
+    if not stuck:
+        return None
+    return "%s: did not finish within the step limit, killed (its tasks' stacks " \
+        "in the JSON)" % ", ".join(stuck)
+
+
 def effective_status(res):
-    """(status, reason) with a failed contract run, or a dip the kernel-event
-    recorder could not attribute, counted as a failure."""
+    """(status, reason) with a step stopped by the guest's step limit, a
+    failed contract run, or a dip the kernel-event recorder could not
+    attribute, counted as a failure."""
     st, why = res.get("status", "?"), res.get("reason")
     if st == "ok":
-        fail = contract_failure(res)
+        fail = stuck_steps(res) or contract_failure(res)
         if fail:
             return "fail", fail
         td = trace_dip(res)

@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstddef>
@@ -499,6 +500,96 @@ private:
 	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
 };
 
+// How long the keeper holds the listener after the supervisor died while
+// the program lives on.
+constexpr int keeper_grace_ms = 1000;
+
+// Moves @fd to a number of 3 or more (close-on-exec), closing the old one.
+int above_stdio(int fd)
+{
+	if (fd > STDERR_FILENO)
+		return fd;
+	int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	close(fd);
+	return moved;
+}
+
+// The keeper: a second holder of the notification listener.  A
+// supervisor killed outright (SIGKILL) has its files closed before its
+// children are signalled, and a listener closed with calls waiting
+// answers them ENOSYS: the program would see ENOSYS in the moment before
+// PR_SET_PDEATHSIG ends it.  The keeper keeps the listener open until the
+// program is gone (its pidfd readable) and at most @grace_ms after the
+// supervisor (a program that kept running, e.g. a set-user-ID one whose
+// exec cleared its death signal, then gets ENOSYS rather than a call
+// that never returns).  It holds nothing else (no standard stream stays
+// open through it), and every signal but SIGKILL stays blocked, as the
+// supervisor blocked them: ^C to the process group leaves it alone.
+// Returns its pid, or -errno (the supervisor works without one).
+pid_t start_keeper(int listener, pid_t program, int grace_ms)
+{
+	int prog = pidfd_open(program); // unreaped: the number is still the program's
+	int sup = pidfd_open(getpid());
+	if (prog < 0 || sup < 0) {
+		int e = errno;
+		if (prog >= 0)
+			close(prog);
+		if (sup >= 0)
+			close(sup);
+		return -e;
+	}
+	pid_t k = fork();
+	if (k == 0) {
+		prog = above_stdio(prog);
+		sup = above_stdio(sup);
+		int keep[3] = {above_stdio(dup(listener)), prog, sup};
+		int null = open("/dev/null", O_RDWR);
+		for (int fd = STDIN_FILENO; null >= 0 && fd <= STDERR_FILENO; fd++)
+			dup2(null, fd);
+		std::sort(std::begin(keep), std::end(keep));
+		unsigned int from = STDERR_FILENO + 1;
+		for (int fd : keep) {
+			if (fd < 0)
+				_exit(1);
+			if (unsigned(fd) > from)
+				syscall(SYS_close_range, from, unsigned(fd) - 1, 0);
+			from = unsigned(fd) + 1;
+		}
+		syscall(SYS_close_range, from, ~0u, 0);
+		prctl(PR_SET_NAME, "sockbuf-keeper");
+		struct pollfd p[2] = {{prog, POLLIN, 0}, {sup, POLLIN, 0}};
+		for (;;) {
+			int n = poll(p, 2, -1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 || p[0].revents)
+				_exit(0);
+			if (p[1].revents)
+				break;
+		}
+		struct pollfd last = {prog, POLLIN, 0};
+		while (poll(&last, 1, grace_ms) < 0 && errno == EINTR) {
+		}
+		_exit(0);
+	}
+	close(prog);
+	close(sup);
+	return k < 0 ? -errno : k;
+}
+
+// Signals passed on to the program (with SIGCHLD, which is this
+// process's own, and the real-time signals): each one whose default
+// action would end the supervisor.  The stop signals are left alone: a
+// supervisor that did not stop on ^Z would keep the shell from taking
+// the terminal back.
+constexpr int forwarded_signals[] = {
+    SIGTERM,   SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+    SIGPROF,   SIGIO,  SIGPWR, SIGXCPU, SIGXFSZ, SIGSYS,  SIGTRAP, SIGCHLD,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+};
+
 int exit_status(const siginfo_t &si)
 {
 	if (si.si_code == CLD_EXITED)
@@ -582,18 +673,32 @@ int supervise(char **argv, const shim::config &cfg)
 		return 125;
 	}
 	// Signals to pass on, read through a signalfd; blocked before the fork
-	// so none is lost, unblocked in the child before exec.
+	// so none is lost, unblocked in the child before exec.  Every signal
+	// whose default would end or stop this process and that can be
+	// caught: a supervisor ended by a stray signal would leave its
+	// program's buffer calls failing with ENOSYS (the filter without its
+	// listener).  SIGPIPE is ignored instead (a --log pipe whose reader
+	// went away: the line is lost, the program is served).
 	sigset_t fwd, old;
 	sigemptyset(&fwd);
-	for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD})
+	for (int s : forwarded_signals)
+		sigaddset(&fwd, s);
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
 		sigaddset(&fwd, s);
 	sigprocmask(SIG_BLOCK, &fwd, &old);
+	const pid_t supervisor_pid = getpid();
 	pid_t child = fork();
 	if (child < 0) {
 		fmt::print(stderr, "sockbuf run: fork: {}\n", std::strerror(errno));
 		return 125;
 	}
 	if (child == 0) {
+		// Ends with its supervisor: without it the filter answers its
+		// buffer calls with ENOSYS.  Checked after setting it, as the
+		// supervisor may have died before (the child then has a new
+		// parent, and no notification would ever be answered).
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != supervisor_pid)
+			_exit(125);
 		sigprocmask(SIG_SETMASK, &old, nullptr);
 		close(sv[0]);
 		int lfd = install_filter();
@@ -611,9 +716,11 @@ int supervise(char **argv, const shim::config &cfg)
 		fmt::print(stderr, "sockbuf run: {}: {}\n", argv[0], std::strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
+	signal(SIGPIPE, SIG_IGN);
 	close(sv[1]);
 	int listener = recv_fd(sv[0]);
 	close(sv[0]);
+	const pid_t keeper = listener >= 0 ? start_keeper(listener, child, keeper_grace_ms) : -1;
 	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	supervisor sup(listener >= 0 ? listener : -1, cfg);
 	int status = -1;
@@ -648,6 +755,8 @@ int supervise(char **argv, const shim::config &cfg)
 		}
 	}
 	close(sfd);
+	if (keeper > 0)
+		waitpid(keeper, nullptr, WNOHANG); // else init reaps it
 	sigprocmask(SIG_SETMASK, &old, nullptr);
 	if (listener < 0)
 		return status >= 0 ? status : 125;

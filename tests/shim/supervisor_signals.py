@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The seccomp supervisor's life and its program's (`sockbuf run --via
+seccomp`): without its supervisor the filter answers the program's buffer
+calls with ENOSYS, so the program must never be left running with a dead
+supervisor, and a stray signal must not kill the supervisor.
+
+  kill      SIGKILL to the supervisor: the program dies with it
+            (PR_SET_PDEATHSIG), it never sees ENOSYS.
+  alarm     SIGALRM (and every other catchable signal whose default ends
+            a process) sent to the supervisor reaches the program, and the
+            supervisor lives on.
+  sigpipe   a --log pipe whose reader is gone: the supervisor ignores
+            SIGPIPE, the program's calls are still served (unlocked,
+            read-back 131072).
+
+Every wait is bounded.  usage: supervisor_signals.py SOCKBUF
+Exit: 0 pass, 1 fail, 77 skip (no supervisor on this kernel).
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SO_BUF_LOCK = 72
+
+# The supervised program: writes its pid and its parent's (the
+# supervisor), then sizes a socket every millisecond for at most 10 s; an
+# error is written to ERRFILE and ends it with 3.
+LOOPER = """
+import os, socket, sys, time
+pidfile, errfile = sys.argv[1], sys.argv[2]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+with open(pidfile + ".part", "w") as f:
+    f.write("%d %d" % (os.getpid(), os.getppid()))
+os.rename(pidfile + ".part", pidfile)
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    except OSError as e:
+        with open(errfile, "w") as f:
+            f.write("errno %d" % e.errno)
+        sys.exit(3)
+    time.sleep(0.001)
+"""
+
+# Sizes a socket 50 times (each one a log line) and prints what it got.
+SIZER = """
+import socket
+s = socket.socket()
+for _ in range(50):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+print("lock", s.getsockopt(socket.SOL_SOCKET, %d), "rcvbuf",
+      s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+""" % SO_BUF_LOCK
+
+
+def wait_for(pred, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return pred()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for this purpose (its parent has not reaped it).
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def check_kill(sockbuf, tmp):
+    pidfile, errfile = os.path.join(tmp, "pids"), os.path.join(tmp, "err")
+    run = subprocess.Popen([sockbuf, "run", "-q", "--via", "seccomp", "--", sys.executable,
+                            "-c", LOOPER, pidfile, errfile])
+    try:
+        if not wait_for(lambda: os.path.exists(pidfile), 20):
+            return "the program did not start"
+        prog, parent = map(int, open(pidfile).read().split())
+        if parent != run.pid:
+            return "the program's parent is %d, not the supervisor %d" % (parent, run.pid)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        if not wait_for(lambda: not alive(prog), 5):
+            os.kill(prog, signal.SIGKILL)
+            return "the program still ran 5 s after its supervisor was killed"
+        if os.path.exists(errfile):
+            return "the program saw %s before it ended" % open(errfile).read()
+        return None
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def check_alarm(sockbuf):
+    # The program (sh) traps SIGALRM and exits 5 on it; it sends the
+    # signal to its parent, the supervisor.  A supervisor ended by it
+    # would end the run with 142 instead.
+    script = ('trap "exit 5" ALRM; kill -ALRM $PPID; i=0; '
+              'while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; exit 6')
+    r = subprocess.run([sockbuf, "run", "-q", "--via", "seccomp", "--", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 5:
+        return "exit %d, want 5 (the program's own exit on SIGALRM)" % r.returncode
+    return None
+
+
+def check_sigpipe(sockbuf):
+    rfd, wfd = os.pipe()
+    os.close(rfd)  # the log's reader is gone before the first line
+    try:
+        r = subprocess.run([sockbuf, "run", "-q", "--via", "seccomp", "--log", "stderr", "--",
+                            sys.executable, "-c", SIZER], stdout=subprocess.PIPE,
+                           stderr=wfd, text=True, timeout=30)
+    finally:
+        os.close(wfd)
+    got = "%s rc %d" % (r.stdout.strip(), r.returncode)
+    return None if got == "lock 0 rcvbuf 131072 rc 0" else \
+        "got '%s', want 'lock 0 rcvbuf 131072 rc 0'" % got
+
+
+def main():
+    sockbuf = sys.argv[1]
+    r = subprocess.run([sockbuf, "run", "-q", "--via", "seccomp", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        print("skip: the seccomp supervisor is unavailable here: %s" % r.stderr.strip())
+        return 77
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, why in (("kill", check_kill(sockbuf, tmp)), ("alarm", check_alarm(sockbuf)),
+                          ("sigpipe", check_sigpipe(sockbuf))):
+            print("%s: %s%s" % ("FAIL" if why else "ok", name, ": " + why if why else ""))
+            failures += bool(why)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -136,6 +136,32 @@ t = threading.Thread(target=f)
 t.start()
 t.join()'
 
+# A thread with a descriptor table of its own (unshare(CLONE_FILES)) has
+# its own socket at the number the main thread's socket has in the
+# leader's table: its call must size its own socket, never the main one.
+own_table_py='
+import ctypes, os, socket, threading
+libc = ctypes.CDLL(None, use_errno=True)
+m = socket.socket()
+before = m.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+out = []
+def f():
+    if libc.unshare(0x400) != 0:  # CLONE_FILES
+        out.append("unshare failed")
+        return
+    os.close(m.fileno())
+    t = socket.socket()
+    if t.fileno() != m.fileno():
+        out.append("setup: fd %d, not %d" % (t.fileno(), m.fileno()))
+        return
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    out.append("thread %d" % t.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+th = threading.Thread(target=f)
+th.start()
+th.join()
+after = m.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+print(*out, "main", "unchanged" if after == before else "%d -> %d" % (before, after))'
+
 # The supervisor: the request becomes an unlocked initial size, read-back
 # unchanged; --policy lock leaves the kernel's lock; fork and exec followed.
 if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
@@ -152,6 +178,8 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$optlen_py")"
 	expect "seccomp: a thread's call (not the leader's)" "thread lock 0 rcvbuf 131072" \
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$thread_py")"
+	expect "seccomp: a thread's own descriptor table" "thread 16384 main unchanged" \
+		"$("$sockbuf" run -q --via seccomp -- python3 -c "$own_table_py")"
 	# The program exits first (its child waits until it has been reaped);
 	# the supervisor's background copy answers the child.
 	daemon="( while kill -0 \$\$ 2>/dev/null; do :; done; exec \"$child\" ) & exit 0"

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/kcmp.h>
 #include <linux/seccomp.h>
 #include <map>
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -227,6 +229,25 @@ pid_t tgid_of(pid_t tid)
 	return tgid;
 }
 
+// 1 when descriptor @fd of thread @tid (its own table) is the file @mine
+// refers to, 0 when it is another or none, -errno when neither kcmp(2) nor
+// /proc could tell.
+int same_file(pid_t tid, int fd, int mine)
+{
+	long r = syscall(SYS_kcmp, tid, getpid(), KCMP_FILE, fd, mine);
+	if (r >= 0)
+		return r == 0;
+	if (errno == EBADF)
+		return 0;
+	// No CONFIG_KCMP: the inode behind the thread's own /proc entry.
+	struct stat theirs, ours;
+	if (stat(fmt::format("/proc/{}/fd/{}", tid, fd).c_str(), &theirs) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(mine, &ours) != 0)
+		return -errno;
+	return theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
+
 bool is_tcp(int fd)
 {
 	int v = 0;
@@ -422,6 +443,20 @@ private:
 				    tgid, std::strerror(getfd_err));
 			}
 			return continue_call; // EBADF and the like: the kernel says it
+		}
+		// pidfd_getfd() took the number from the leader's table; a
+		// thread that called unshare(CLONE_FILES) has a table of its own,
+		// where the number may name another socket: that one is written
+		// only if it is the same file, else the kernel runs the call on
+		// the thread's own descriptor.
+		if (tgid != pid_t(req.pid) && same_file(pid_t(req.pid), fd, sock) != 1) {
+			if (log_.on())
+				log_.line(fmt::format("pid {} thread {} fd {}: the thread has a "
+						      "descriptor table of its own; its setsockopt "
+						      "goes to the kernel unchanged",
+						      tgid, req.pid, fd));
+			close(sock);
+			return continue_call;
 		}
 		int ret = apply(sock, tgid, fd, d, name, force, asked);
 		close(sock);

@@ -67,6 +67,12 @@ constexpr uint32_t arg_lo(int i)
 #endif
 }
 
+#ifdef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+constexpr unsigned int filter_flag_wait_killable = SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+#else
+constexpr unsigned int filter_flag_wait_killable = 1u << 5; // linux/seccomp.h, 5.19
+#endif
+
 int sys_seccomp(unsigned int op, unsigned int flags, void *args)
 {
 	return int(syscall(SYS_seccomp, op, flags, args));
@@ -104,13 +110,25 @@ int install_filter()
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 	};
 	struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
-	int fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	// Once the supervisor has received a call, the caller waits for the
+	// answer killably (5.19): a signal cannot make it return EINTR, which
+	// setsockopt() never returns, after its size was applied.  Kernels
+	// without the flag say EINVAL; the filter then goes without it.
+	unsigned int flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | filter_flag_wait_killable;
+	int fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
+	if (fd < 0 && errno == EINVAL) {
+		flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
+		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
+	}
 	if (fd < 0 && errno == EACCES) {
 		// Without CAP_SYS_ADMIN a filter needs no_new_privs (set-user-ID
 		// programs then run without their privileges: see cmd_run.cc).
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 			return -errno;
-		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
+		if (fd < 0 && errno == EINVAL && flags != SECCOMP_FILTER_FLAG_NEW_LISTENER)
+			fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+					 &prog);
 	}
 	return fd < 0 ? -errno : fd;
 }

@@ -190,6 +190,30 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 	expect "seccomp: 128 + signal" "rc=143" \
 		"$("$sockbuf" run -q --via seccomp -- sh -c 'kill -TERM $$'; echo " rc=$?")"
 	if [ "$(id -u)" = 0 ]; then
+		# FORCE under force:allow only where the program's own call would
+		# pass: CAP_NET_ADMIN in the initial user namespace (root in a user
+		# namespace of its own gets EPERM, even in a network namespace
+		# that namespace owns). Result and size as the plain call gives;
+		# the lock bit is the policy's (0).
+		force_py='
+import errno, socket
+s = socket.socket()
+try:
+    s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
+    r = "ok"
+except OSError as e:
+    r = errno.errorcode[e.errno]
+print(r, s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))'
+		for pre in "" "unshare -Ur" "unshare -Urn" "setpriv --inh-caps=-net_admin --bounding-set=-net_admin"; do
+			# shellcheck disable=SC2086 # the prefix is words
+			if ! plain=$($pre python3 -c "$force_py" 2>&1); then
+				echo "skip: FORCE ${pre:-as root}: cannot run plain: $plain"
+				continue
+			fi
+			# shellcheck disable=SC2086
+			expect "seccomp force:allow ${pre:-as root}: as the plain call" "$plain" \
+				"$("$sockbuf" run -q --via seccomp --config force:allow -- $pre python3 -c "$force_py" 2>&1)"
+		done
 		suid=$(mktemp -d)/suid_child
 		cp "$child" "$suid" && chown nobody "$suid" && chmod 4755 "$suid"
 		expect "set-user-ID as root: the supervisor" "via seccomp supervisor: $suid is set-user-ID" \

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "supervise.h"
 
+#include "force_rights.h"
 #include "remote_guard.h"
 #include "test_fault.h"
 
@@ -216,21 +217,6 @@ public:
 private:
 	int fd_ = -1;
 };
-
-// CAP_NET_ADMIN in the effective set of process @pid (/proc status).
-bool has_net_admin(pid_t pid)
-{
-	std::FILE *f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "re");
-	if (!f)
-		return false;
-	char line[256];
-	unsigned long long eff = 0;
-	while (std::fgets(line, sizeof(line), f))
-		if (std::sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	std::fclose(f);
-	return (eff >> 12) & 1; // CAP_NET_ADMIN
-}
 
 // The thread group of thread @tid (pidfd_open wants a leader).
 pid_t tgid_of(pid_t tid)
@@ -496,11 +482,12 @@ private:
 						      pid, fd, dn, asked, shim::policy_name(p)));
 			return continue_call;
 		}
-		if (force && !(cfg_.allow_force && has_net_admin(pid))) {
+		if (force && !(cfg_.allow_force && program_may_force(pid) == 1)) {
 			if (log_.on())
 				log_.line(fmt::format("pid {} fd {} setsockopt {} {} FORCE left "
-						      "locked (force:allow not set or no "
-						      "CAP_NET_ADMIN)",
+						      "to the kernel (force:allow not set, or "
+						      "the program has no CAP_NET_ADMIN in "
+						      "the initial user namespace)",
 						      pid, fd, dn, asked));
 			return continue_call; // checked with the program's credentials
 		}

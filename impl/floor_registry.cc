@@ -301,7 +301,8 @@ void take_out(file_header *h, uint64_t inode, source who)
 
 bool bad_args(uint64_t inode, int snd, int rcv, source who)
 {
-	return inode == 0 || snd < 0 || rcv < 0 || (who != by_guard && who != by_shim);
+	return inode == 0 || snd < 0 || rcv < 0 ||
+	       (who != by_guard && who != by_shim && who != by_listener);
 }
 
 } // namespace

@@ -39,10 +39,15 @@ void publish_floors(int fd, const fd_state *e)
 		return;
 	const uint64_t inode = uint64_t(st.st_ino);
 	const uint64_t old = g_published[fd].exchange(inode, std::memory_order_relaxed);
-	if (old && old != inode)
+	if (old && old != inode) {
 		registry::withdraw(old, registry::by_shim);
+		registry::withdraw(old, registry::by_listener);
+	}
+	const bool inherited = e->flags.load(std::memory_order_relaxed) & flag_inherited;
+	registry::withdraw(inode, inherited ? registry::by_shim : registry::by_listener);
 	registry::publish(inode, e->floor[dir_snd].load(std::memory_order_relaxed),
-			  e->floor[dir_rcv].load(std::memory_order_relaxed), registry::by_shim);
+			  e->floor[dir_rcv].load(std::memory_order_relaxed),
+			  inherited ? registry::by_listener : registry::by_shim);
 }
 
 // Keeps the program's errno across the shim's own calls.
@@ -164,6 +169,7 @@ int apply_initial(int fd, fd_state *e, dir d, int size, bool force, const char *
 	if (ret == 0 && e) {
 		const struct sockbuf_dir_report &r = d == dir_snd ? rep.snd : rep.rcv;
 		e->floor[d].store(r.floor, std::memory_order_relaxed);
+		e->flags.fetch_and(uint8_t(~flag_inherited), std::memory_order_relaxed);
 		publish_floors(fd, e);
 		if (r.locked == 0)
 			e->flags.fetch_or(flag_initial(d), std::memory_order_relaxed);
@@ -180,9 +186,53 @@ void apply_lock(int fd, fd_state *e, dir d, int size, bool force, const char *wh
 	log_result(fd, what, d, size, &rep, ret);
 	if (e) {
 		e->floor[d].store(0, std::memory_order_relaxed);
+		e->flags.fetch_and(uint8_t(~flag_inherited), std::memory_order_relaxed);
 		publish_floors(fd, e);
 		e->flags.fetch_and(uint8_t(~flag_initial(d)), std::memory_order_relaxed);
 	}
+}
+
+// An accepted socket starts with its listener's sizes and lock bits (the
+// kernel copies them): each direction the program did not size on it
+// (none was configured for accepted sockets) takes the listener's floor
+// too, so that the floor guard keeps it and `sockbuf show` lists it, "from
+// its listener".
+void inherit_floors(int fd, fd_state *e, int lfd, const fd_state *le)
+{
+	int got[2] = {0, 0};
+	bool own = false; // a direction sized for accepted sockets by the configuration
+	for (int i = 0; i < 2; i++) {
+		const int lf = le->floor[i].load(std::memory_order_relaxed);
+		if (e->floor[i].load(std::memory_order_relaxed) > 0) {
+			own = true;
+			continue;
+		}
+		if (lf <= 0)
+			continue;
+		e->floor[i].store(lf, std::memory_order_relaxed);
+		const uint8_t lflags = le->flags.load(std::memory_order_relaxed);
+		e->flags.fetch_or(uint8_t(lflags & flag_initial(dir(i))),
+				  std::memory_order_relaxed);
+		got[i] = lf;
+	}
+	if (!got[dir_snd] && !got[dir_rcv])
+		return;
+	// Said "from its listener" only when no direction is the shim's own.
+	if (!own)
+		e->flags.fetch_or(flag_inherited, std::memory_order_relaxed);
+	publish_floors(fd, e);
+	if (!log::enabled())
+		return;
+	log::line l;
+	l.s("accepted fd ")
+	    .i(fd)
+	    .s(": floor snd ")
+	    .i(got[dir_snd])
+	    .s(" rcv ")
+	    .i(got[dir_rcv])
+	    .s(" from its listener fd ")
+	    .i(lfd);
+	l.emit();
 }
 
 // reserve:on: SO_RESERVE_MEM for the socket's floor (2 x send + receive +
@@ -477,7 +527,14 @@ int on_connect(int fd, const struct sockaddr *addr, socklen_t len)
 int on_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, bool four)
 {
 	int nfd = four ? real::accept4(fd, addr, len, flags) : real::accept(fd, addr, len);
-	if (nfd < 0 || !g_active.load(std::memory_order_acquire) || !g_state.socket_events)
+	if (nfd < 0 || !g_active.load(std::memory_order_acquire))
+		return nfd;
+	// A listener with a floor passes it on: two atomic loads decide,
+	// so that a server without floors pays nothing here.
+	fd_state *le = fd_slot(fd);
+	const bool listener_floor = le && (le->floor[dir_snd].load(std::memory_order_relaxed) > 0 ||
+					   le->floor[dir_rcv].load(std::memory_order_relaxed) > 0);
+	if (!g_state.socket_events && !listener_floor)
 		return nfd;
 	fd_state *e = fd_slot(nfd);
 	if (!e)
@@ -503,17 +560,15 @@ int on_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, bool fou
 		else if (p == policy::lock)
 			apply_lock(nfd, e, dir(i), size, true, "accepted");
 	}
+	const bool listener_known = listener_floor && fd_owned(le, fd_cookie(fd));
+	if (listener_known)
+		inherit_floors(nfd, e, fd, le);
 	if (g_state.cfg.reserve) {
-		// Per direction: the floor set on this socket just now, else
-		// the one it inherited with its listener's sizes.
+		// Per direction: the floor set on this socket (just now, or
+		// inherited from its listener).
 		int floor[2] = {0, 0};
-		fd_state *le = fd_slot(fd);
-		const bool listener_known = le && fd_owned(le, fd_cookie(fd));
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 2; i++)
 			floor[i] = e->floor[i].load(std::memory_order_relaxed);
-			if (floor[i] == 0 && listener_known)
-				floor[i] = le->floor[i].load(std::memory_order_relaxed);
-		}
 		reserve_floor(nfd, "accepted", floor[dir_snd], floor[dir_rcv]);
 	}
 	return nfd;

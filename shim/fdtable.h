@@ -27,6 +27,9 @@ inline constexpr uint8_t flag_initial(dir d)
 {
 	return uint8_t(4u << d); // converted to an unlocked initial size
 }
+// The floors are the listener's, inherited at accept() (published as
+// registry::by_listener until the program sizes the socket itself).
+inline constexpr uint8_t flag_inherited = 16;
 
 struct fd_state {
 	std::atomic<uint64_t> cookie{0};

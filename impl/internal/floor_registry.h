@@ -28,11 +28,15 @@
 namespace sockbuf::registry
 {
 
-// Who published a floor (bits, so that a reader can merge both).
+// Who published a floor (bits, so that a reader can merge them).
 enum source : uint32_t {
 	by_guard = 1,
 	by_shim = 2,
+	// The shim (or the supervisor) for an accepted socket, with the floor
+	// its listener had: the socket inherited the listener's sizes.
+	by_listener = 4,
 };
+inline constexpr uint32_t known_sources = by_guard | by_shim | by_listener;
 
 // The file's layout, version 1.  All fields native-endian.
 inline constexpr char file_magic[8] = {'S', 'B', 'F', 'L', 'O', 'O', 'R', '1'};

@@ -8,7 +8,11 @@ listener is locked in both directions in the master and in each worker,
 and no floor is published.  Under the shim: unlocked everywhere, and each
 worker's `sockbuf show` lists the floor the master set (the shim's fork
 handler seeds the child's floor table), not "0 with a floor".  A 16 MB
-file is fetched from the client namespace and checksummed both ways.
+file is fetched from the client namespace and checksummed, over a
+keep-alive connection that then stays open: under the shim and under the
+seccomp supervisor (`--via seccomp`, which finds the worker's accepted
+socket by its listener's port) the worker's connection shows the
+listener's floor "from its listener"; plain, none.
 
 usage: nginx_workers.py --sockbuf PATH --work-dir DIR
 Exit: 0 pass, 1 fail, 77 skip (not root, no nginx, no netns).
@@ -43,9 +47,27 @@ http {{
 }}
 """
 
-FETCH = ("import sys, urllib.request, zlib;"
-         " b = urllib.request.urlopen(sys.argv[1], timeout=20).read();"
-         " print(len(b), '%08x' % zlib.crc32(b))")
+# One GET over a keep-alive connection, the body checksummed; the
+# connection stays open until a line arrives on stdin.
+FETCH = """
+import socket, sys, zlib
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+s.sendall(b"GET /blob HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+buf = b""
+while b"\\r\\n\\r\\n" not in buf:
+    buf += s.recv(65536)
+head, body = buf.split(b"\\r\\n\\r\\n", 1)
+length = int([l.split(b":")[1] for l in head.split(b"\\r\\n")
+              if l.lower().startswith(b"content-length:")][0])
+while len(body) < length:
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    body += chunk
+print(len(body), "%08x" % zlib.crc32(body), s.getsockname()[1], flush=True)
+sys.stdin.readline()
+s.close()
+"""
 
 
 def children(pid):
@@ -62,27 +84,63 @@ def listener(sockbuf, pid):
                  if s["state"] == "LISTEN" and s["local"].endswith(f":{PORT}")), None)
 
 
-def one_run(args, ns, nginx, prefix, shim, crc):
-    label = "nginx " + ("under the shim" if shim else "plain")
+def connection(sockbuf, pid, client_port):
+    j = rp.show(sockbuf, pid)
+    return next((s for s in (j or {}).get("sockets", [])
+                 if s["state"] == "ESTABLISHED" and s["remote"].endswith(f":{client_port}")),
+                None)
+
+
+def one_run(args, ns, nginx, prefix, via, crc):
+    shim = via != "plain"
+    label = "nginx " + {"plain": "plain", "preload": "under the shim",
+                        "seccomp": "under the supervisor"}[via]
     argv = [nginx, "-p", prefix, "-c", os.path.join(prefix, "nginx.conf")]
     if shim:
-        argv = [args.sockbuf, "run", "-q", "--policy", "initial", "--"] + argv
-    master = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        argv = [args.sockbuf, "run", "-q", "--via", via, "--policy", "initial", "--"] + argv
+    top = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    master = top
+    fetch = None
     try:
         deadline = time.monotonic() + 15
         workers = []
-        while time.monotonic() < deadline and master.poll() is None:
+        if via == "seccomp":  # the supervisor's child is nginx's master
+            while time.monotonic() < deadline and not children(top.pid):
+                time.sleep(0.05)
+            master = type("master", (), {"pid": (children(top.pid) or [top.pid])[0],
+                                         "poll": top.poll})
+        while time.monotonic() < deadline and top.poll() is None:
             workers = children(master.pid)
             if len(workers) == WORKERS and all(listener(args.sockbuf, w) for w in workers):
                 break
             time.sleep(0.05)
         rp.check(len(workers) == WORKERS, f"{label}: {len(workers)} workers of {WORKERS}")
-        got = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c", FETCH,
-                     f"http://{rp.SRV_ADDR}:{PORT}/blob", check_rc=False, timeout=60)
-        rp.check(got.stdout.split() == [str(SIZE), f"{crc:08x}"],
-                 f"{label}: 16 MB fetched, checksum intact ({got.stdout.strip()!r} "
-                 f"{got.stderr.strip()[-200:]!r})")
+        fetch = subprocess.Popen(["ip", "netns", "exec", ns.cli, sys.executable, "-c", FETCH,
+                                  rp.SRV_ADDR, str(PORT)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        got = fetch.stdout.readline().split()
+        rp.check(got[:2] == [str(SIZE), f"{crc:08x}"],
+                 f"{label}: 16 MB fetched, checksum intact ({got!r})")
+        # The worker that accepted it: its connection's floor is the
+        # listener's (the supervisor finds it within a pass, 1 s).
+        client_port = got[2] if len(got) == 3 else "?"
+        conn, end = None, time.monotonic() + 5
+        while time.monotonic() < end:
+            found = [c for c in (connection(args.sockbuf, w, client_port) for w in workers) if c]
+            conn = found[0] if found else None
+            if conn is None or not shim or "floor" in conn:
+                break
+            time.sleep(0.05)
+        rp.check(conn is not None, f"{label}: a worker holds the connection")
+        if conn is not None:
+            floor = conn.get("floor", {})
+            if shim:
+                rp.check(floor.get("snd") == 262144 and floor.get("rcv") == 262144 and
+                         "from its listener" in floor.get("by", ""),
+                         f"{label}: the connection has its listener's floor ({floor})")
+            else:
+                rp.check(not floor, f"{label}: the connection has no floor ({floor})")
         for who, pid in [("master", master.pid)] + [(f"worker {w}", w) for w in workers]:
             s = listener(args.sockbuf, pid)
             rp.check(s is not None, f"{label}: {who} holds the listener")
@@ -99,12 +157,18 @@ def one_run(args, ns, nginx, prefix, shim, crc):
                          f"({s['lock_bits']})")
                 rp.check(not floor, f"{label}: {who}: no floor ({floor})")
     finally:
-        master.terminate()
+        if fetch is not None:
+            try:
+                fetch.communicate("\n", timeout=10)
+            except subprocess.TimeoutExpired:
+                fetch.kill()
+                fetch.wait()
+        top.terminate()
         try:
-            master.wait(timeout=10)
+            top.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            master.kill()
-            master.wait()
+            top.kill()
+            top.wait()
 
 
 def main():
@@ -131,9 +195,16 @@ def main():
         f.write(CONF.format(workers=WORKERS, prefix=prefix, addr=rp.SRV_ADDR, port=PORT))
     crc = zlib.crc32(blob)
 
+    modes = ["plain", "preload"]
+    missing = rp.seccomp_missing(args.sockbuf)
+    if missing:
+        print(f"skip: nginx under the supervisor: {missing}")
+    else:
+        modes.append("seccomp")
+
     def both(ns):
-        one_run(args, ns, nginx, prefix, False, crc)
-        one_run(args, ns, nginx, prefix, True, crc)
+        for via in modes:
+            one_run(args, ns, nginx, prefix, via, crc)
 
     return rp.in_namespaces(both) or rp.verdict()
 

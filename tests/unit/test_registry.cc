@@ -133,7 +133,9 @@ TEST(Registry, BadArgumentsAreRefused)
 {
 	EXPECT_EQ(reg::publish(0, 1, 1, reg::by_guard), -EINVAL);
 	EXPECT_EQ(reg::publish(1, -1, 1, reg::by_guard), -EINVAL);
-	EXPECT_EQ(reg::publish(1, 1, 1, reg::source(4)), -EINVAL);
+	EXPECT_EQ(reg::publish(1, 1, 1, reg::source(8)), -EINVAL);
+	// One publisher per slot: a mix of sources is not one.
+	EXPECT_EQ(reg::publish(1, 1, 1, reg::source(reg::by_guard | reg::by_shim)), -EINVAL);
 	reg::withdraw(0, reg::by_guard); // harmless
 }
 

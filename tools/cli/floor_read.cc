@@ -139,7 +139,7 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 		// them, and not mid-write, counts.
 		if (!s.taken || !s.inode || (s.seq & 1) || !same(s, slot_at(b, i)))
 			continue;
-		if ((s.who != by_guard && s.who != by_shim) || s.snd < 0 || s.rcv < 0)
+		if (!s.who || (s.who & ~known_sources) || s.snd < 0 || s.rcv < 0)
 			continue;
 		auto [it, fresh] = by_inode.emplace(s.inode, t.entries.size());
 		if (fresh) {

@@ -23,9 +23,9 @@ bool in_initial_userns()
 	std::FILE *f = std::fopen("/proc/self/uid_map", "re");
 	if (!f)
 		return false;
-	unsigned long inside = 1, outside = 1, count = 0;
+	unsigned long inside = 1, outside = 1, count = 0, extra = 0;
 	int n = std::fscanf(f, "%lu %lu %lu", &inside, &outside, &count);
-	int more = std::fgetc(f) != EOF && std::fgetc(f) != EOF; // a second line
+	const bool more = std::fscanf(f, "%lu", &extra) == 1; // a second line
 	std::fclose(f);
 	return n == 3 && inside == 0 && outside == 0 && count == 4294967295ul && !more;
 }

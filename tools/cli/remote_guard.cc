@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -75,7 +76,7 @@ guard::process *guard::proc(pid_t pid)
 	return procs_.emplace(pid, std::move(p)).first->second.get();
 }
 
-int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
+int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bool inherited)
 {
 	struct stat st;
 	if (fstat(dup, &st) != 0)
@@ -91,6 +92,7 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
 	s.inode = uint32_t(st.st_ino);
 	s.family = family;
 	s.floor = floor;
+	s.inherited = inherited;
 	if (s.cookie == 0)
 		return -EOPNOTSUPP; // before 4.12: no identity to check at the write
 	process *p = proc(pid);
@@ -111,9 +113,14 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor)
 		break;
 	}
 	socks_.push_back(s);
-	for (registry::source w : {registry::by_shim, registry::by_guard})
-		if (who_ & w)
-			p->table.publish(s.inode, s.floor.snd, s.floor.rcv, w);
+	for (registry::source w : {registry::by_shim, registry::by_guard}) {
+		if (!(who_ & w))
+			continue;
+		// The program's own floor (by_shim) or its listener's.
+		const registry::source as =
+		    w == registry::by_shim && s.inherited ? registry::by_listener : w;
+		p->table.publish(s.inode, s.floor.snd, s.floor.rcv, as);
+	}
 	return 0;
 }
 
@@ -148,6 +155,7 @@ void guard::drop(size_t i, verdict why)
 		return;
 	process &p = *it->second;
 	p.table.withdraw(s.inode, registry::by_shim);
+	p.table.withdraw(s.inode, registry::by_listener);
 	p.table.withdraw(s.inode, registry::by_guard);
 	if (--p.sockets == 0)
 		procs_.erase(it);
@@ -215,19 +223,26 @@ void guard::pass(const restore_fn &restored)
 		bool seen = false;
 	};
 	std::vector<sizes> now(n);
-	if (restore_ && !diag_.is_open())
+	std::vector<listening> listeners;
+	const bool dump = restore_ || inherit_;
+	if (dump && !diag_.is_open())
 		dump_err_ = diag_.open();
-	if (restore_ && diag_.is_open()) {
+	if (dump && diag_.is_open()) {
 		std::unordered_map<uint64_t, size_t> by_cookie;
 		for (size_t i = 0; i < n; i++)
 			by_cookie.emplace(socks_[i].cookie, i);
 		diag::filter f;
-		f.states = full_socket_states();
+		// Publishing only: the listeners alone (the kernel then skips
+		// the established table).
+		f.states = restore_ ? full_socket_states() : 1u << TCP_LISTEN;
 		f.tcp_info = false;
 		dump_err_ = diag_.each(f, [&](const diag::socket_info &si) {
 			auto it = by_cookie.find(si.cookie);
-			if (it != by_cookie.end())
-				now[it->second] = {si.sndbuf, si.rcvbuf, true};
+			if (it == by_cookie.end())
+				return;
+			now[it->second] = {si.sndbuf, si.rcvbuf, true};
+			if (si.state == TCP_LISTEN)
+				listeners.push_back({si.local.port, socks_[it->second]});
 		});
 	}
 	// Which numbers still name their socket, through /proc: every socket
@@ -252,18 +267,162 @@ void guard::pass(const restore_fn &restored)
 			now[i] = now.back();
 			now.pop_back();
 		}
-	if (!restore_)
+	if (restore_)
+		for (size_t i = socks_.size(); i-- > 0;) {
+			const socket_ref &s = socks_[i];
+			const sizes &z = now[i];
+			const bool snd_below = s.floor.snd && z.snd >= 0 && z.snd < s.floor.snd;
+			const bool rcv_below = s.floor.rcv && z.rcv >= 0 && z.rcv < s.floor.rcv;
+			if (!snd_below && !rcv_below)
+				continue;
+			totals_.below += uint64_t(snd_below) + uint64_t(rcv_below);
+			restore(i, z.snd, z.rcv, restored);
+		}
+	// Last: it adds entries the vectors above do not cover.  A socket
+	// adopted now is looked at from the next pass on.
+	if (inherit_ && !listeners.empty())
+		adopt_accepted(listeners);
+}
+
+namespace
+{
+
+// @pid and every process below it (/proc/PID/task/TID/children).
+void process_tree(pid_t pid, std::vector<pid_t> *out, int depth = 0)
+{
+	out->push_back(pid);
+	if (depth > 32)
 		return;
-	for (size_t i = socks_.size(); i-- > 0;) {
-		const socket_ref &s = socks_[i];
-		const sizes &z = now[i];
-		const bool snd_below = s.floor.snd && z.snd >= 0 && z.snd < s.floor.snd;
-		const bool rcv_below = s.floor.rcv && z.rcv >= 0 && z.rcv < s.floor.rcv;
-		if (!snd_below && !rcv_below)
+	DIR *d = opendir(fmt::format("/proc/{}/task", pid).c_str());
+	if (!d)
+		return;
+	std::vector<pid_t> kids;
+	while (struct dirent *e = readdir(d)) {
+		if (e->d_name[0] == '.')
 			continue;
-		totals_.below += uint64_t(snd_below) + uint64_t(rcv_below);
-		restore(i, z.snd, z.rcv, restored);
+		std::FILE *f = std::fopen(
+		    fmt::format("/proc/{}/task/{}/children", pid, e->d_name).c_str(), "re");
+		if (!f)
+			continue;
+		int k;
+		while (std::fscanf(f, "%d", &k) == 1)
+			kids.push_back(k);
+		std::fclose(f);
 	}
+	closedir(d);
+	for (pid_t k : kids)
+		process_tree(k, out, depth + 1);
+}
+
+// The fd numbers in @pid's table of the sockets whose inode is a key of
+// @want (filled in as found).
+void find_inodes(pid_t pid, std::map<uint32_t, std::pair<pid_t, int>> *want)
+{
+	DIR *d = opendir(fmt::format("/proc/{}/fd", pid).c_str());
+	if (!d)
+		return;
+	char link[64];
+	while (struct dirent *e = readdir(d)) {
+		if (e->d_name[0] == '.')
+			continue;
+		const ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		unsigned long ino = 0;
+		if (std::sscanf(link, "socket:[%lu]", &ino) != 1)
+			continue;
+		auto it = want->find(uint32_t(ino));
+		if (it != want->end() && it->second.first == 0)
+			it->second = {pid, std::atoi(e->d_name)};
+	}
+	closedir(d);
+}
+
+} // namespace
+
+// Takes fd @fd of @pid if it still names the socket with @cookie and adds
+// it with @floor.  True when added.
+bool guard::adopt(pid_t pid, int fd, uint64_t cookie, const struct sockbuf_floor &floor,
+		  bool inherited)
+{
+	process *pr = proc(pid);
+	const int dup = pr ? int(syscall(SYS_pidfd_getfd, pr->pidfd, fd, 0)) : -1;
+	if (dup < 0)
+		return false;
+	// Identity: the number names the socket the dump showed.
+	const bool ok = cookie_of(dup) == cookie && add(pid, fd, dup, floor, inherited) == 0;
+	close(dup);
+	return ok;
+}
+
+void guard::adopt_accepted(const std::vector<listening> &listeners)
+{
+	constexpr int tries = 3; // passes an unmapped socket is looked for
+	std::map<uint64_t, int> seen_unmapped;
+	std::map<uint64_t, std::vector<pid_t>> tree_seen;
+	for (const listening &l : listeners) {
+		std::vector<pid_t> tree;
+		process_tree(l.listener.pid, &tree);
+		// Copies of the listener in processes not looked at yet.
+		std::vector<pid_t> &seen = tree_seen[l.listener.cookie];
+		seen = tree_seen_[l.listener.cookie];
+		for (pid_t p : tree) {
+			if (p == l.listener.pid ||
+			    std::find(seen.begin(), seen.end(), p) != seen.end())
+				continue;
+			seen.push_back(p);
+			std::map<uint32_t, std::pair<pid_t, int>> copy{{l.listener.inode, {0, -1}}};
+			find_inodes(p, &copy);
+			const auto &at = copy.begin()->second;
+			if (at.first)
+				adopt(at.first, at.second, l.listener.cookie, l.listener.floor,
+				      l.listener.inherited);
+		}
+		// The listener's connections: same local port and family, not
+		// guarded yet, with an inode (accepted: a socket in the accept
+		// queue has none).
+		std::unordered_map<uint64_t, bool> guarded;
+		for (const socket_ref &s : socks_)
+			guarded.emplace(s.cookie, true);
+		std::map<uint32_t, uint64_t> fresh; // inode -> cookie
+		diag::filter f;
+		f.family = l.listener.family;
+		f.states = full_socket_states() & ~(1u << TCP_LISTEN);
+		f.local_port = l.port;
+		f.tcp_info = false;
+		diag_.each(f, [&](const diag::socket_info &si) {
+			if (si.inode == 0 || si.local.port != l.port || guarded.count(si.cookie))
+				return;
+			auto u = unmapped_.find(si.cookie);
+			const int left = u == unmapped_.end() ? tries : u->second;
+			if (left <= 0) {
+				seen_unmapped[si.cookie] = 0; // given up on, still there
+				return;
+			}
+			fresh.emplace(si.inode, si.cookie);
+		});
+		if (fresh.empty())
+			continue;
+		std::map<uint32_t, std::pair<pid_t, int>> where;
+		for (const auto &[ino, cookie] : fresh)
+			where.emplace(ino, std::pair<pid_t, int>{0, -1});
+		for (pid_t p : tree)
+			find_inodes(p, &where);
+		for (const auto &[ino, at] : where) {
+			const uint64_t cookie = fresh[ino];
+			if (at.first == 0) {
+				auto u = unmapped_.find(cookie);
+				seen_unmapped[cookie] =
+				    (u == unmapped_.end() ? tries : u->second) - 1;
+				continue;
+			}
+			if (adopt(at.first, at.second, cookie, l.listener.floor, true))
+				totals_.inherited++;
+		}
+	}
+	unmapped_ = std::move(seen_unmapped);
+	tree_seen_ = std::move(tree_seen);
 }
 
 std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,

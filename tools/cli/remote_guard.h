@@ -44,14 +44,16 @@ struct socket_ref {
 	uint32_t inode = 0;
 	int family = 0;
 	struct sockbuf_floor floor = {0, 0};
+	bool inherited = false; // the floor is its listener's (published by_listener)
 };
 
 struct totals {
 	uint64_t passes = 0;
-	uint64_t below = 0;    // directions found below their floor
-	uint64_t restored = 0; // directions raised back
-	uint64_t gone = 0;     // sockets closed (or their process gone)
-	uint64_t reused = 0;   // fd numbers that came to name another socket
+	uint64_t below = 0;	// directions found below their floor
+	uint64_t restored = 0;	// directions raised back
+	uint64_t gone = 0;	// sockets closed (or their process gone)
+	uint64_t reused = 0;	// fd numbers that came to name another socket
+	uint64_t inherited = 0; // accepted sockets given their listener's floor
 	uint64_t errors = 0;
 };
 
@@ -63,6 +65,18 @@ public:
 	// floors are published as (by_shim for what the supervisor sets as
 	// the shim would, by_guard while guarding).
 	guard(bool restore, uint32_t who);
+
+	// Accepted sockets take their listener's floor: each pass, a guarded
+	// socket found listening has its accepted connections (same local
+	// port, from a dump filtered by it) looked up by inode in the fd
+	// tables of its process and that process's descendants (forked
+	// workers accept too), taken with pidfd_getfd() only to read the
+	// cookie the dump gave (identity), and added with the listener's
+	// floors, published as registry::by_listener.  Off by default (`fix`
+	// names its sockets); the supervisor turns it on.  The copies of the
+	// listener that forked processes hold get its floor published for
+	// them.
+	void inherit_accepted(bool on) { inherit_ = on; }
 	~guard() = default;
 	guard(const guard &) = delete;
 	guard &operator=(const guard &) = delete;
@@ -71,7 +85,8 @@ public:
 	// caller holds now (its cookie and inode are read from it).  A
 	// direction left 0 in @floor keeps the floor it had for the same
 	// socket.  0 or -errno.
-	int add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor);
+	int add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor,
+		bool inherited = false);
 
 	size_t size() const { return socks_.size(); }
 
@@ -112,6 +127,14 @@ private:
 	void drop(size_t i, verdict why);
 	verdict still_there(const socket_ref &s) const;
 	void restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restored);
+	// The accepted connections of the listeners found in this pass.
+	struct listening {
+		uint16_t port;
+		socket_ref listener; // a copy: the pass may drop entries
+	};
+	void adopt_accepted(const std::vector<listening> &listeners);
+	bool adopt(pid_t pid, int fd, uint64_t cookie, const struct sockbuf_floor &floor,
+		   bool inherited);
 
 	const bool restore_;
 	const uint32_t who_;
@@ -120,6 +143,15 @@ private:
 	diag::session diag_;
 	int dump_err_ = 0;
 	size_t sweep_ = 0; // the next /proc check of the rolling sweep
+	bool inherit_ = false;
+	// Accepted sockets not found in any fd table yet, by cookie: looked
+	// for again for a few passes (the dump can show one between its
+	// accept and the fd's install), then left alone.
+	std::map<uint64_t, int> unmapped_;
+	// Per listener (cookie), the processes below its own already looked
+	// at for a copy of it (forked workers hold it too: their copies are
+	// published with its floor, as the shim's fork seed does).
+	std::map<uint64_t, std::vector<pid_t>> tree_seen_;
 	totals totals_;
 };
 

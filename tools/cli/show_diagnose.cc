@@ -83,8 +83,10 @@ int floor_depth(const shown_socket &s, int d)
 
 std::string floor_by_text(uint32_t who)
 {
-	const bool guard = who & registry::by_guard, shim = who & registry::by_shim;
-	return guard && shim ? "guard+shim" : guard ? "guard" : shim ? "shim" : "unknown";
+	const bool guard = who & registry::by_guard, listener = who & registry::by_listener,
+		   shim = (who & registry::by_shim) || listener;
+	const char *by = guard && shim ? "guard+shim" : guard ? "guard" : shim ? "shim" : "unknown";
+	return listener ? std::string(by) + ", from its listener" : by;
 }
 
 std::string human_size(double bytes)

@@ -301,6 +301,7 @@ public:
 		     registry::by_shim | (cfg.guard_ms ? uint32_t(registry::by_guard) : 0u)),
 	      interval_ms_(cfg.guard_ms ? unsigned(cfg.guard_ms) : 1000)
 	{
+		guard_.inherit_accepted(true);
 		struct seccomp_notif_sizes sizes = {};
 		if (sys_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
 			req_.resize(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
@@ -375,9 +376,11 @@ public:
 		if (!cfg_.guard_ms || !log_.on())
 			return;
 		const remote::totals &t = guard_.stats();
-		log_.line(fmt::format("floor guard: {} passes, {} below, {} restored, {} closed, "
-				      "{} numbers reused (never written), {} errors",
-				      t.passes, t.below, t.restored, t.gone, t.reused, t.errors));
+		log_.line(fmt::format(
+		    "floor guard: {} passes, {} below, {} restored, {} closed, "
+		    "{} numbers reused (never written), {} accepted sockets given "
+		    "their listener's floor, {} errors",
+		    t.passes, t.below, t.restored, t.gone, t.reused, t.inherited, t.errors));
 	}
 
 private:

@@ -4,9 +4,9 @@
 # naming the argument, says which way a run goes and when the preload path
 # cannot work; the seccomp supervisor on the child's own socket (no root
 # needed: the filter comes with no_new_privs).
-# usage: run_checks.sh SOCKBUF SHIM_CHILD STATIC_PROGRAM
+# usage: run_checks.sh SOCKBUF SHIM_CHILD STATIC_PROGRAM LEADER_EXIT
 set -u
-sockbuf=$1 child=$2 static=$3
+sockbuf=$1 child=$2 static=$3 leader_exit=$4
 failures=0
 expect() { # NAME WANT OUTPUT
 	case "$3" in
@@ -180,6 +180,18 @@ if "$sockbuf" run -q --via seccomp -- true 2>/dev/null; then
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$thread_py")"
 	expect "seccomp: a thread's own descriptor table" "thread 16384 main unchanged" \
 		"$("$sockbuf" run -q --via seccomp -- python3 -c "$own_table_py")"
+	# Before 6.9 (no PIDFD_THREAD; the seam makes this kernel one): the
+	# leader's table, and kcmp() says the thread's number is another file.
+	expect "seccomp: a thread's own descriptor table, no PIDFD_THREAD" "thread 16384 main unchanged" \
+		"$(SOCKBUF_RUN_FAULT=no_pidfd_thread "$sockbuf" run -q --via seccomp -- python3 -c "$own_table_py")"
+	# A leader that exited before the thread that sizes a socket: the
+	# thread's own pidfd reaches it; without PIDFD_THREAD it cannot be
+	# reached, and the log says so (the kernel's own call, locked).
+	expect "seccomp: the leader exited first" "lock 0 rcvbuf 131072" \
+		"$("$sockbuf" run -q --via seccomp -- "$leader_exit")"
+	out=$(SOCKBUF_RUN_FAULT=no_pidfd_thread "$sockbuf" run -q --via seccomp --log stderr -- "$leader_exit" 2>&1)
+	expect "seccomp: the leader exited first, no PIDFD_THREAD: said" "not in the leader's descriptor table" "$out"
+	expect "seccomp: the leader exited first, no PIDFD_THREAD: the kernel's call" "lock 2 rcvbuf 131072" "$out"
 	# The program exits first (its child waits until it has been reaped);
 	# the supervisor's background copy answers the child.
 	daemon="( while kill -0 \$\$ 2>/dev/null; do :; done; exec \"$child\" ) & exit 0"
@@ -248,6 +260,17 @@ print(r, s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))'
 			echo "FAIL: static set-user-ID as a user: supervised: $out"
 			failures=$((failures + 1)) ;;
 		esac
+		# A non-dumpable program run by a user: the supervisor (same user,
+		# no CAP_SYS_PTRACE) cannot read its memory; said, never silent.
+		nodump_py='
+import ctypes, socket
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+print("lock", s.getsockopt(socket.SOL_SOCKET, 72))'
+		out=$(su nobody -s /bin/sh -c "'$sockbuf' run -q --via seccomp -- python3 -c '$nodump_py'" 2>&1 </dev/null)
+		expect "non-dumpable program as a user: said" "needs the rights of ptrace attach" "$out"
+		expect "non-dumpable program as a user: the kernel's call" "lock 2" "$out"
 		expect "as a user under the supervisor: no_new_privs said" \
 			"and the programs it starts run with no_new_privs" \
 			"$(su nobody -s /bin/sh -c "'$sockbuf' run --via seccomp -- '$child'" 2>&1 </dev/null)"

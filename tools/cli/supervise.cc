@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <set>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -73,6 +74,10 @@ constexpr unsigned int filter_flag_wait_killable = SECCOMP_FILTER_FLAG_WAIT_KILL
 #else
 constexpr unsigned int filter_flag_wait_killable = 1u << 5; // linux/seccomp.h, 5.19
 #endif
+
+// pidfd_open() of a thread rather than its thread group (linux/pidfd.h,
+// 6.9; O_EXCL's value); older kernels answer EINVAL.
+constexpr unsigned int pidfd_thread = O_EXCL;
 
 int sys_seccomp(unsigned int op, unsigned int flags, void *args)
 {
@@ -415,16 +420,30 @@ private:
 		static_assert(sizeof(addr) <= sizeof(optval));
 		std::memcpy(&addr, &optval, sizeof(addr));
 		struct iovec remote = {addr, sizeof(asked)};
-		if (process_vm_readv(pid_t(req.pid), &local, 1, &remote, 1, 0) !=
-		    ssize_t(sizeof(int)))
+		const pid_t tid = pid_t(req.pid);
+		if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != ssize_t(sizeof(int))) {
+			if (errno == EPERM || errno == EACCES)
+				no_access(tid, "process_vm_readv", errno);
 			return continue_call; // the kernel's -EFAULT, or no access
-		// pidfd_open() wants a thread-group leader: the caller's own pid
-		// in the common case, else its Tgid from /proc.
-		pid_t tgid = pid_t(req.pid);
-		int pidfd = pidfd_open(tgid);
+		}
+		// The socket from the calling thread's own descriptor table: a
+		// leader's pidfd reaches it; for another thread, a pidfd of the
+		// thread itself (PIDFD_THREAD, 6.9), else the leader's, whose
+		// table may not be the thread's (unshare(CLONE_FILES), checked
+		// below) or may be gone (a leader that exited before its threads).
+		pid_t tgid = tid;
+		bool own_table = true;
+		int pidfd = pidfd_open(tid);
 		if (pidfd < 0) {
-			tgid = tgid_of(pid_t(req.pid));
-			pidfd = tgid > 0 ? pidfd_open(tgid) : -1;
+			tgid = tgid_of(tid);
+			// Test seam: SOCKBUF_RUN_FAULT=no_pidfd_thread, a kernel before 6.9.
+			pidfd = test_fault("no_pidfd_thread")
+				    ? -1
+				    : int(syscall(SYS_pidfd_open, tid, pidfd_thread));
+			if (pidfd < 0) {
+				own_table = false;
+				pidfd = tgid > 0 ? pidfd_open(tgid) : -1;
+			}
 		}
 		// After reading memory and opening the pidfd, before acting: the
 		// thread that asked is still waiting (not killed, its pid not
@@ -434,40 +453,66 @@ private:
 				close(pidfd);
 			return gone;
 		}
-		if (pidfd < 0)
+		if (pidfd < 0) {
+			if (log_.on())
+				log_.line(
+				    fmt::format("pid {} thread {}: pidfd_open: {}; its setsockopt "
+						"goes to the kernel unchanged",
+						tgid, tid, std::strerror(errno)));
 			return continue_call;
+		}
 		int sock = pidfd_getfd(pidfd, fd);
 		int getfd_err = errno;
 		close(pidfd);
 		if (sock < 0) {
-			if (getfd_err == EPERM && !warned_eperm_) {
-				warned_eperm_ = true;
-				fmt::print(
-				    stderr,
-				    "sockbuf run: pid {}: pidfd_getfd: {} (needs the rights of "
-				    "ptrace attach); its size requests go to the kernel "
-				    "unchanged\n",
-				    tgid, std::strerror(getfd_err));
-			}
+			if (getfd_err == EPERM || getfd_err == EACCES)
+				no_access(tgid, "pidfd_getfd", getfd_err);
+			else if ((getfd_err == EBADF || getfd_err == ESRCH) && !own_table &&
+				 log_.on())
+				log_.line(fmt::format(
+				    "pid {} thread {} fd {}: not in the leader's descriptor table "
+				    "(the leader exited, or the thread has a table of its own; "
+				    "PIDFD_THREAD, Linux 6.9, would reach it); its setsockopt "
+				    "goes to the kernel unchanged",
+				    tgid, tid, fd));
 			return continue_call; // EBADF and the like: the kernel says it
 		}
-		// pidfd_getfd() took the number from the leader's table; a
+		// A number taken from the leader's table for another thread: a
 		// thread that called unshare(CLONE_FILES) has a table of its own,
 		// where the number may name another socket: that one is written
 		// only if it is the same file, else the kernel runs the call on
 		// the thread's own descriptor.
-		if (tgid != pid_t(req.pid) && same_file(pid_t(req.pid), fd, sock) != 1) {
+		if (!own_table && same_file(tid, fd, sock) != 1) {
 			if (log_.on())
 				log_.line(fmt::format("pid {} thread {} fd {}: the thread has a "
 						      "descriptor table of its own; its setsockopt "
 						      "goes to the kernel unchanged",
-						      tgid, req.pid, fd));
+						      tgid, tid, fd));
 			close(sock);
 			return continue_call;
 		}
 		int ret = apply(sock, tgid, fd, d, name, force, asked);
 		close(sock);
 		return ret;
+	}
+
+	// The program's memory or descriptors are out of this process's reach
+	// (ptrace-attach rights: a non-dumpable program, another user):
+	// said once on standard error, and in the log for each process.
+	void no_access(pid_t pid, const char *call, int err)
+	{
+		if (!warned_eperm_) {
+			warned_eperm_ = true;
+			fmt::print(stderr,
+				   "sockbuf run: pid {}: {}: {} (needs the rights of ptrace "
+				   "attach: a non-dumpable program, or one of another user); its "
+				   "size requests go to the kernel unchanged\n",
+				   pid, call, std::strerror(err));
+		}
+		if (log_.on() && no_access_logged_.insert(pid).second)
+			log_.line(fmt::format("pid {}: {}: {}; its size requests go to the kernel "
+					      "unchanged",
+					      pid, call, std::strerror(err)));
 	}
 
 	int apply(int sock, pid_t pid, int fd, shim::dir d, int name, bool force, int asked)
@@ -537,6 +582,7 @@ private:
 	logger log_;
 	std::vector<unsigned char> req_, resp_;
 	bool warned_eperm_ = false;
+	std::set<pid_t> no_access_logged_;
 	remote::guard guard_;
 	const unsigned interval_ms_;
 	uint64_t next_pass_ = 0;

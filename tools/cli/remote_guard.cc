@@ -78,6 +78,14 @@ guard::process *guard::proc(pid_t pid)
 
 int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bool inherited)
 {
+	// The same socket again with the same floors (a program that sizes
+	// it twice): nothing to change, nothing to publish again.
+	const uint64_t cookie = cookie_of(dup);
+	for (const socket_ref &o : socks_)
+		if (o.pid == pid && o.fd == fd && cookie && o.cookie == cookie &&
+		    o.inherited == inherited && (!floor.snd || floor.snd == o.floor.snd) &&
+		    (!floor.rcv || floor.rcv == o.floor.rcv))
+			return 0;
 	struct stat st;
 	if (fstat(dup, &st) != 0)
 		return -errno;
@@ -88,7 +96,7 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bo
 	socket_ref s;
 	s.pid = pid;
 	s.fd = fd;
-	s.cookie = cookie_of(dup);
+	s.cookie = cookie;
 	s.inode = uint32_t(st.st_ino);
 	s.family = family;
 	s.floor = floor;

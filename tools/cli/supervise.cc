@@ -261,11 +261,7 @@ bool is_tcp(int fd)
 {
 	int v = 0;
 	socklen_t len = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) != 0 || v != IPPROTO_TCP)
-		return false;
-	len = sizeof(v);
-	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) == 0 &&
-	       (v == AF_INET || v == AF_INET6);
+	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) == 0 && v == IPPROTO_TCP;
 }
 
 int tcp_state(int fd)
@@ -392,6 +388,52 @@ private:
 	static constexpr int continue_call = 1; // the kernel runs the call itself
 	static constexpr int gone = 2;		// the call was interrupted or died
 
+	// A pidfd of thread-group leader @pid, opened once and kept (a
+	// pidfd never names a process that reused the number: a kept one
+	// of an ended process fails ESRCH and is replaced).  -1 when @pid is
+	// not a leader (or is gone).  At most 64 are kept: past that, those
+	// of ended processes go, then all.
+	int leader_pidfd(pid_t pid)
+	{
+		auto it = pidfds_.find(pid);
+		if (it != pidfds_.end())
+			return it->second;
+		const int fd = pidfd_open(pid);
+		if (fd < 0)
+			return -1;
+		if (pidfds_.size() >= 64) {
+			for (auto i = pidfds_.begin(); i != pidfds_.end();) {
+				struct pollfd p = {i->second, POLLIN, 0};
+				if (poll(&p, 1, 0) == 1) { // readable: the process ended
+					close(i->second);
+					i = pidfds_.erase(i);
+				} else {
+					++i;
+				}
+			}
+			if (pidfds_.size() >= 64)
+				forget_all_pidfds();
+		}
+		pidfds_.emplace(pid, fd);
+		return fd;
+	}
+
+	void forget_pidfd(pid_t pid)
+	{
+		auto it = pidfds_.find(pid);
+		if (it == pidfds_.end())
+			return;
+		close(it->second);
+		pidfds_.erase(it);
+	}
+
+	void forget_all_pidfds()
+	{
+		for (const auto &[pid, fd] : pidfds_)
+			close(fd);
+		pidfds_.clear();
+	}
+
 	bool still_valid(uint64_t id) const
 	{
 		uint64_t v = id;
@@ -433,8 +475,10 @@ private:
 		// below) or may be gone (a leader that exited before its threads).
 		pid_t tgid = tid;
 		bool own_table = true;
-		int pidfd = pidfd_open(tid);
+		bool cached = true; // a leader's pidfd, kept from call to call
+		int pidfd = leader_pidfd(tid);
 		if (pidfd < 0) {
+			cached = false;
 			tgid = tgid_of(tid);
 			// Test seam: SOCKBUF_RUN_FAULT=no_pidfd_thread, a kernel before 6.9.
 			pidfd = test_fault("no_pidfd_thread")
@@ -449,7 +493,7 @@ private:
 		// thread that asked is still waiting (not killed, its pid not
 		// reused for another process).
 		if (!still_valid(req.id)) {
-			if (pidfd >= 0)
+			if (pidfd >= 0 && !cached)
 				close(pidfd);
 			return gone;
 		}
@@ -463,7 +507,19 @@ private:
 		}
 		int sock = pidfd_getfd(pidfd, fd);
 		int getfd_err = errno;
-		close(pidfd);
+		if (sock < 0 && getfd_err == ESRCH && cached) {
+			// A kept pidfd of a process that has ended: the caller is a
+			// new process with the same number.  A fresh pidfd, checked
+			// as above.
+			forget_pidfd(tid);
+			pidfd = leader_pidfd(tid);
+			if (!still_valid(req.id))
+				return gone;
+			sock = pidfd < 0 ? -1 : pidfd_getfd(pidfd, fd);
+			getfd_err = errno;
+		}
+		if (!cached)
+			close(pidfd);
 		if (sock < 0) {
 			if (getfd_err == EPERM || getfd_err == EACCES)
 				no_access(tgid, "pidfd_getfd", getfd_err);
@@ -517,11 +573,14 @@ private:
 
 	int apply(int sock, pid_t pid, int fd, shim::dir d, int name, bool force, int asked)
 	{
-		if (asked <= 0 || !is_tcp(sock))
+		// TCP: its protocol, and TCP_INFO answers (a raw socket of
+		// protocol 6 does not), as the library itself tells.
+		const int st = asked > 0 && is_tcp(sock) ? tcp_state(sock) : -1;
+		if (st < 0)
 			return continue_call;
-		const int st = tcp_state(sock);
 		const shim::role r = st == TCP_LISTEN ? shim::role_listener : shim::role_any;
-		const shim::policy p = shim::resolve(cfg_, r, local_port(sock));
+		// The local port only where a port rule could match it.
+		const shim::policy p = shim::resolve(cfg_, r, cfg_.nports ? local_port(sock) : 0);
 		const char *dn = d == shim::dir_snd ? "snd" : "rcv";
 		if (p != shim::policy::initial) {
 			if (log_.on())
@@ -582,12 +641,24 @@ private:
 	logger log_;
 	std::vector<unsigned char> req_, resp_;
 	bool warned_eperm_ = false;
+	std::map<pid_t, int> pidfds_; // leader_pidfd()'s
 	std::set<pid_t> no_access_logged_;
 	remote::guard guard_;
 	const unsigned interval_ms_;
 	uint64_t next_pass_ = 0;
 	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
 };
+
+// Asks the kernel to wake the program and this process on the CPU that
+// hands over (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 6.6): a trapped call is
+// a strict ping-pong between the two, and a wakeup on another CPU costs
+// more than the work.  Older kernels refuse it (EINVAL): nothing changes.
+void sync_wakeups(int listener)
+{
+	constexpr unsigned long notif_set_flags = _IOW('!', 4, uint64_t);
+	constexpr uint64_t fd_sync_wake_up = 1;
+	ioctl(listener, notif_set_flags, fd_sync_wake_up);
+}
 
 // How long the keeper holds the listener after the supervisor died while
 // the program lives on.
@@ -810,21 +881,29 @@ int supervise(char **argv, const shim::config &cfg)
 	int listener = recv_fd(sv[0]);
 	close(sv[0]);
 	const pid_t keeper = listener >= 0 ? start_keeper(listener, child, keeper_grace_ms) : -1;
+	if (listener >= 0)
+		sync_wakeups(listener);
 	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	supervisor sup(listener >= 0 ? listener : -1, cfg);
 	int status = -1;
 	bool child_done = false;
+	// Until the listener hangs up (no process uses the filter any more:
+	// the program has exited, its SIGCHLD is on the way); polled after
+	// that it would wake this loop at once, again and again.
+	bool serving = listener >= 0;
 	while (!child_done) {
 		struct pollfd p[2] = {{sfd, POLLIN, 0}, {listener, POLLIN, 0}};
-		int n = poll(p, listener >= 0 ? 2 : 1, sup.timeout_ms());
+		int n = poll(p, serving ? 2 : 1, sup.timeout_ms());
 		sup.tick();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (listener >= 0 && (p[1].revents & POLLIN))
+		if (serving && (p[1].revents & POLLIN))
 			sup.handle_one();
+		if (serving && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)))
+			serving = false;
 		if (!(p[0].revents & POLLIN))
 			continue;
 		struct signalfd_siginfo si;

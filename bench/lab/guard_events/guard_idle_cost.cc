@@ -17,7 +17,8 @@
 //                where fexit is refused (natively here).
 // Per round: the process's CPU time over the window as a share of one
 // core (getrusage: every thread, user and system; the main thread only
-// waits), and the guard's own totals (passes, their summed wall time,
+// waits; the window closes before the guard is stopped, and the stop's
+// CPU is reported on its own), and the guard's own totals (passes, their summed wall time,
 // restores: 0 expected, nothing is cut).  The window opens when the
 // first pass (made as the driver starts) has ended: what a program that
 // runs for hours pays; that first pass is reported on its own.  An arm whose guard cannot have
@@ -253,25 +254,31 @@ int main(int argc, char **argv)
 			idle_for(secs);
 			struct sockbuf_guard_totals running = {};
 			sockbuf_guard_stats(g, &running); // the driver's interval
-			sockbuf_guard_stop(g);
+			// The window closes before the stop: stopping (the thread's
+			// join; with events, detaching the programs and freeing their
+			// map) is paid once, reported on its own.
 			const double wall =
 			    std::chrono::duration<double>(std::chrono::steady_clock::now() - w0)
 				.count();
 			const double cpu = cpu_s() - c0;
+			const double c_stop = cpu_s();
+			sockbuf_guard_stop(g);
+			const double stop_ms = 1e3 * (cpu_s() - c_stop);
 			sockbuf_guard_stats(g, &t1);
 			sockbuf_guard_event_stats(g, &e1);
 			sockbuf_guard_destroy(g);
 			const uint64_t passes = t1.passes - t0.passes;
 			share[k].push_back(cpu / wall);
 			printf("round %d %-14s %8.4f %% of a core  %6llu passes, %.2f ms each, "
-			       "%llu restored, %llu records, interval %u us; start %.1f ms CPU\n",
+			       "%llu restored, %llu records, interval %u us; start %.1f ms CPU, "
+			       "stop %.1f ms CPU\n",
 			       r, arms[k].name, 100 * cpu / wall, (unsigned long long)passes,
 			       passes ? double(t1.total_pass_ns - t0.total_pass_ns) / 1e6 /
 					    double(passes)
 				      : 0.0,
 			       (unsigned long long)(t1.restored - t0.restored),
 			       (unsigned long long)(e1.records - e0.records), running.interval_us,
-			       start_ms);
+			       start_ms, stop_ms);
 			fflush(stdout);
 		}
 	}

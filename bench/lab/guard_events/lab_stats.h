@@ -12,10 +12,10 @@ namespace lab
 {
 
 // CPU seconds of the whole process so far (every thread, user and system).
-inline double cpu_s()
+inline double cpu_s(int who = RUSAGE_SELF)
 {
 	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
+	getrusage(who, &ru);
 	return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	       double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }

@@ -13,7 +13,7 @@ supervisor, and a stray signal must not kill the supervisor.
   sigpipe   a --log pipe whose reader is gone: the supervisor ignores
             SIGPIPE, the program's calls are still served (unlocked,
             read-back 131072).
-  eintr     5000 setsockopt calls under a 1 ms timer whose handler has no
+  eintr     20000 setsockopt calls under a 0.5 ms timer whose handler has no
             SA_RESTART: none fails EINTR after its size was applied
             (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, 5.19; on older
             kernels the counts are printed and the check is skipped).
@@ -73,10 +73,10 @@ EINTR_PROG = """
 import ctypes, signal, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 signal.signal(signal.SIGALRM, lambda *a: None)
-signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
 s = socket.socket()
 eintr = applied = 0
-for i in range(5000):
+for i in range(20000):
     before = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
     v = ctypes.c_int(20000 if before != 40000 else 24096)
     ctypes.set_errno(0)
@@ -183,7 +183,7 @@ def check_eintr(sockbuf):
     if r.returncode != 0:
         return "the program failed (exit %d): %s" % (r.returncode, (r.stdout + r.stderr)[-300:])
     eintr, applied = map(int, r.stdout.split())
-    print("eintr: %d of 5000 calls failed EINTR, %d of them after the size was applied"
+    print("eintr: %d of 20000 calls failed EINTR, %d of them after the size was applied"
           % (eintr, applied))
     known = wait_killable_known()
     if not known:

@@ -5,8 +5,10 @@ seccomp`): without its supervisor the filter answers the program's buffer
 calls with ENOSYS, so the program must never be left running with a dead
 supervisor, and a stray signal must not kill the supervisor.
 
-  kill      SIGKILL to the supervisor: the program dies with it
-            (PR_SET_PDEATHSIG), it never sees ENOSYS.
+  kill      SIGKILL to the supervisor while the program's calls wait on
+            it (stopped first): the program dies with it
+            (PR_SET_PDEATHSIG) and never sees ENOSYS (the keeper holds
+            the listener).
   alarm     SIGALRM (and every other catchable signal whose default ends
             a process) sent to the supervisor reaches the program, and the
             supervisor lives on.
@@ -18,7 +20,7 @@ supervisor, and a stray signal must not kill the supervisor.
             (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, 5.19; on older
             kernels the counts are printed and the check is skipped).
 
-Every wait is bounded.  usage: supervisor_signals.py SOCKBUF
+Every wait is bounded.  usage: supervisor_signals.py SOCKBUF SIZE_LOOPER
 Exit: 0 pass, 1 fail, 77 skip (no supervisor on this kernel).
 """
 import ctypes
@@ -32,28 +34,6 @@ import tempfile
 import time
 
 SO_BUF_LOCK = 72
-
-# The supervised program: writes its pid and its parent's (the
-# supervisor), then sizes a socket every millisecond for at most 10 s; an
-# error is written to ERRFILE and ends it with 3.
-LOOPER = """
-import os, socket, sys, time
-pidfile, errfile = sys.argv[1], sys.argv[2]
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-with open(pidfile + ".part", "w") as f:
-    f.write("%d %d" % (os.getpid(), os.getppid()))
-os.rename(pidfile + ".part", pidfile)
-end = time.monotonic() + 10
-while time.monotonic() < end:
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    except OSError as e:
-        with open(errfile, "w") as f:
-            f.write("errno %d" % e.errno)
-        sys.exit(3)
-    time.sleep(0.001)
-"""
 
 # Sizes a socket 50 times (each one a log line) and prints what it got.
 SIZER = """
@@ -126,23 +106,45 @@ def alive(pid):
         return False
 
 
-def check_kill(sockbuf, tmp):
+def blocked_on_supervisor(pid):
+    """Whether a thread of @pid waits for the supervisor's answer (its
+    kernel wait channel names seccomp's user notification)."""
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                if "seccomp" in f.read():
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def check_kill(sockbuf, looper, tmp):
+    # The supervisor is stopped first, so that the program's calls queue
+    # up waiting on it, then killed: its files close before its children
+    # are signalled, and a listener closed under waiting calls answers
+    # them ENOSYS.  The program's four threads write the first error at
+    # once (size_looper.c).
     pidfile, errfile = os.path.join(tmp, "pids"), os.path.join(tmp, "err")
-    run = subprocess.Popen([sockbuf, "run", "-q", "--via", "seccomp", "--", sys.executable,
-                            "-c", LOOPER, pidfile, errfile])
+    run = subprocess.Popen([sockbuf, "run", "-q", "--via", "seccomp", "--", looper, pidfile,
+                            errfile])
     try:
         if not wait_for(lambda: os.path.exists(pidfile), 20):
             return "the program did not start"
         prog, parent = map(int, open(pidfile).read().split())
         if parent != run.pid:
             return "the program's parent is %d, not the supervisor %d" % (parent, run.pid)
+        os.kill(run.pid, signal.SIGSTOP)
+        if not wait_for(lambda: blocked_on_supervisor(prog), 2):
+            print("note: kill: no thread seen waiting in seccomp (wchan); killing anyway")
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         if not wait_for(lambda: not alive(prog), 5):
             os.kill(prog, signal.SIGKILL)
             return "the program still ran 5 s after its supervisor was killed"
-        if os.path.exists(errfile):
-            return "the program saw %s before it ended" % open(errfile).read()
+        got = open(errfile).read()
+        if got:
+            return "the program saw %s before it ended" % got
         return None
     finally:
         if run.poll() is None:
@@ -195,7 +197,7 @@ def check_eintr(sockbuf):
 
 
 def main():
-    sockbuf = sys.argv[1]
+    sockbuf, looper = sys.argv[1], sys.argv[2]
     r = subprocess.run([sockbuf, "run", "-q", "--via", "seccomp", "--", "true"],
                        capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
@@ -203,7 +205,7 @@ def main():
         return 77
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name, why in (("kill", check_kill(sockbuf, tmp)), ("alarm", check_alarm(sockbuf)),
+        for name, why in (("kill", check_kill(sockbuf, looper, tmp)), ("alarm", check_alarm(sockbuf)),
                           ("sigpipe", check_sigpipe(sockbuf)),
                           ("eintr", check_eintr(sockbuf))):
             print("%s: %s%s" % ("FAIL" if why else "ok", name, ": " + why if why else ""))

@@ -435,6 +435,44 @@ def booted_twice(r):
                          first.get("console_log"))
 
 
+# What marks a line of a C2/C3 cell as a failure or as unverified.
+FAIL_MARKS = ("**FAILS", "NOT RESTORED", "DOES NOT GROW", "NOT VERIFIED")
+
+
+def detail_heading(kernel):
+    return "Kernel %s" % kernel
+
+
+def detail_anchor(kernel):
+    """GitHub's anchor for detail_heading(kernel)."""
+    return re.sub(r"[^a-z0-9 -]", "", detail_heading(kernel).lower()).replace(" ", "-")
+
+
+def short_verdict(text, kernel):
+    """A C2/C3 cell's verdict in a few words, linked to its figures (the
+    lines of @text, shown under the table)."""
+    lines = [x for x in text.split("<br>") if x]
+    link = " ([figures](#%s))" % detail_anchor(kernel)
+    if not lines or text.startswith("-"):
+        return text
+    bad = [x for x in lines if any(m in x for m in FAIL_MARKS)]
+    unverified = [x for x in lines if x.startswith("*unverified*")]
+    if text.startswith(("grows", "DOES NOT GROW")):
+        rtts = re.findall(r"(\d+) ms: rcv", lines[0])
+        head = lines[0].split(":")[0]
+        return "%s at %s ms%s" % (head, ", ".join(rtts), link) if rtts else head + link
+    if bad:
+        labels = []
+        for x in bad:
+            m = re.match(r"\*\*FAILS (?:raw|library)\*\* ([^:(]+)", x)
+            labels.append(m.group(1).strip() if m else x.split(":")[0].strip("* "))
+        labels = list(dict.fromkeys(labels))  # each once, in order
+        return "**FAILS** %d of %d: %s%s" % (len(bad), len(lines), "; ".join(labels), link)
+    if unverified:
+        return "*unverified* %d of %d%s" % (len(unverified), len(lines), link)
+    return "holds, %d run%s%s" % (len(lines), "" if len(lines) == 1 else "s", link)
+
+
 def render(results, summary):
     L = []
     L.append("# Kernel matrix")
@@ -479,6 +517,7 @@ def render(results, summary):
              "`getsockopt` reads (the kernel's doubled unit); min/max are over "
              "samples every 2 ms.")
     L.append("")
+    details = []
     L.append("| kernel | C1 raw | C1 library | C2 raw | C2 library | C3 raw | C3 library | C5 raw | C5 library | C6 |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
@@ -487,8 +526,30 @@ def render(results, summary):
             L.append("| %s | %s |" % (r["name"], " | ".join(["skipped" if r.get("status") == "skip" else "failed"] * 9)))
             continue
         cells = [*c1(r), *c2(r), *c3(r), *c5(r), c6(r)]
+        # C2 and C3 get a verdict here and their figures below.
+        for i, name in ((2, "C2 raw"), (3, "C2 library"), (4, "C3 raw"), (5, "C3 library")):
+            details.append((r["name"], name, cells[i]))
+            cells[i] = short_verdict(cells[i], r["name"])
         L.append("| %s | %s |" % (r["name"], " | ".join(esc(c) for c in cells)))
     L.append("")
+    if details:
+        L.append("### Clause details")
+        L.append("")
+        L.append("The figures behind the C2 and C3 cells above, one line per run.")
+        L.append("")
+        shown = None
+        for kernel, name, text in details:
+            if kernel != shown:
+                if shown is not None:
+                    L.append("")
+                L.append("#### %s" % detail_heading(kernel))
+                L.append("")
+                shown = kernel
+            lines = [x for x in text.split("<br>") if x]
+            L.append("- **%s**: %s" % (name, lines[0] if len(lines) == 1 else ""))
+            if len(lines) > 1:
+                L.extend("  - %s" % x for x in lines)
+        L.append("")
     L.append("## Summary: where each clause holds")
     L.append("")
     L.append("From the table above (the check's own runs) and, where present, the "

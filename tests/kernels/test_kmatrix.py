@@ -291,6 +291,19 @@ class RenderTest(unittest.TestCase):
         self.assertIn("lowest 4.5K", text)
         self.assertNotIn("none observed", text)
 
+    def test_clause_cells_hold_a_verdict_and_the_figures_go_below(self):
+        text = render.render([self.result()], None)
+        row = [l for l in text.splitlines() if l.startswith("| 9.9 | SO_*BUF")][0]
+        # The C3 raw cell: the verdict, the failing run's label, the link.
+        self.assertIn("| **FAILS** 1 of 3: tcp_mem ([figures](#kernel-99)) |", row)
+        self.assertIn("| grows at 50 ms ([figures](#kernel-99)) |", row)
+        self.assertNotIn("lowest", row)
+        # The figures, under the heading the link names.
+        details = text.split("#### Kernel 9.9", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("- **C3 raw**: ", details)
+        self.assertIn("  - **FAILS raw** tcp_mem: snd 128K→peak 4.0M", details)
+        self.assertIn("- **C2 library**: ", details)
+
     def test_held_floor_is_not_a_failure(self):
         r = self.result()
         r["sections"]["pressure-tcp_mem"]["runs"][0]["sender"] = _track(131072, 131072, 4194304,

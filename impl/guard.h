@@ -5,9 +5,11 @@
 // named by ids through a small table (api_guard.cc), so that a destroyed
 // guard's id gives -EBADF instead of a dangling pointer.  The class is
 // defined in files of one job each: guard.cc (the set, add, remove,
-// totals), guard_read.cc (the size sources), guard_pass.cc (check and
-// restore), guard_round.cc (the event source's rounds) and
-// guard_drivers.cc (thread, timerfd, fork).
+// totals), guard_source.cc (which size source a pass uses, the identity
+// sweep), one file per size source (guard_source_dump.cc, _ring.cc,
+// _bpf.cc, _getsockopt.cc), guard_pass.cc (check and restore),
+// guard_round.cc (the event source's rounds) and guard_drivers.cc
+// (thread, timerfd, fork).
 //
 // What a pass reads: one SO_MEMINFO per socket when both directions are
 // floored (SO_SNDBUF or SO_RCVBUF when one is; both where the kernel has
@@ -135,6 +137,12 @@ private:
 		return identity_on(e.fd, e);
 	}
 	verdict identity_on(int fd, const entry &e) const;
+	// The size sources, one file each.  A source reads the first @n
+	// entries under pass_mu_: it fills now_[i] for each entry it read
+	// and may set verdict_[i] (gone, reused) for one it found closed or
+	// re-pointed; an entry it leaves unread is read with read_sizes_one()
+	// by the pass.  A source that fails records why in its *_err_ (dump,
+	// ring, bpf) and is not chosen again; the pass goes on without it.
 	void read_sizes_from_dump(size_t n);
 	bool read_sizes_from_ring(pid_t self, size_t n); // false: no ring, use getsockopt
 	bool read_sizes_from_bpf(pid_t self, size_t n);	 // false: no iterator, choose again

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What the floor guard's files (guard.cc, guard_read.cc, guard_pass.cc,
+// What the floor guard's files (guard.cc, guard_source*.cc, guard_pass.cc,
 // guard_round.cc, guard_drivers.cc) share and nothing else sees: the
 // flags and intervals it accepts, the size sources' numbers, and a few
 // small helpers.

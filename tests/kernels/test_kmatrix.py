@@ -478,7 +478,9 @@ class RenderTest(unittest.TestCase):
             {"name": "C", "result": "COMPLETED", "failures": [{"failure": "x"}]}]}]}
         r["section_rc"]["unit"] = 1
         out = render.render([r], None)
-        self.assertIn("| 1 | 1 | 1 | **FAIL** GuardEvents.C; skip GuardEvents.B |", out)
+        self.assertIn("| 1 | 1 | 1 | **FAIL** GuardEvents.C |", out)
+        # Skips by name under the table, not in the cell.
+        self.assertIn("- 9.9, GuardEvents, GuardBpf, GuardReserve: GuardEvents.B", out)
 
     def test_c3_raw_violation_prints_its_kernel_event_chain(self):
         r = self.result()

@@ -40,32 +40,6 @@ bool read_all(int fd, std::vector<char> *buf)
 	       fileio::read_all(fd, buf->data(), buf->size()) == ssize_t(buf->size());
 }
 
-struct plain_slot {
-	uint32_t seq, taken;
-	uint64_t inode;
-	uint32_t who;
-	int32_t snd, rcv;
-};
-
-plain_slot slot_at(const std::vector<char> &buf, size_t i)
-{
-	const char *p = buf.data() + sizeof(file_header) + i * sizeof(file_slot);
-	plain_slot s;
-	std::memcpy(&s.seq, p + offsetof(file_slot, seq), 4);
-	std::memcpy(&s.taken, p + offsetof(file_slot, taken), 4);
-	std::memcpy(&s.inode, p + offsetof(file_slot, inode), 8);
-	std::memcpy(&s.who, p + offsetof(file_slot, who), 4);
-	std::memcpy(&s.snd, p + offsetof(file_slot, snd), 4);
-	std::memcpy(&s.rcv, p + offsetof(file_slot, rcv), 4);
-	return s;
-}
-
-bool same(const plain_slot &a, const plain_slot &b)
-{
-	return a.seq == b.seq && a.taken == b.taken && a.inode == b.inode && a.who == b.who &&
-	       a.snd == b.snd && a.rcv == b.rcv;
-}
-
 // Whether process @pid maps the file with inode @ino (an exec() drops the
 // mapping).  Unreadable maps: assumed mapped (pid and start time matched).
 bool still_mapped(int pid, ino_t ino)
@@ -118,41 +92,7 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 		return fail(why, -EBADMSG,
 			    path + ": size " + std::to_string(st.st_size) + ", expected " +
 				std::to_string(file_size));
-	file_header h;
-	std::memcpy(static_cast<void *>(&h), a.data(), sizeof(h));
-	if (std::memcmp(h.magic, file_magic, sizeof(file_magic)) != 0)
-		return fail(why, -EBADMSG, path + ": not a sockbuf floor table (magic)");
-	if (h.version != file_version || h.header_size != sizeof(file_header) ||
-	    h.slot_size != sizeof(file_slot) || h.nslots != slot_count)
-		return fail(why, -EPROTO,
-			    path + ": table version " + std::to_string(h.version) +
-				" or layout not understood");
-	if (h.pid != pid || h.start_time != start_time)
-		return fail(why, -ESTALE, path + ": written by another process");
-	std::unordered_map<uint64_t, size_t> by_inode;
-	table t;
-	t.dropped = h.dropped.load(std::memory_order_relaxed);
-	t.publisher = h.publisher;
-	for (size_t i = 0; i < slot_count; i++) {
-		plain_slot s = slot_at(a, i);
-		// Seqlock over two copies: only a slot no writer touched between
-		// them, and not mid-write, counts.
-		if (!s.taken || !s.inode || (s.seq & 1) || !same(s, slot_at(b, i)))
-			continue;
-		if (!s.who || (s.who & ~known_sources) || s.snd < 0 || s.rcv < 0)
-			continue;
-		auto [it, fresh] = by_inode.emplace(s.inode, t.entries.size());
-		if (fresh) {
-			t.entries.push_back({s.inode, s.snd, s.rcv, s.who});
-			continue;
-		}
-		entry &e = t.entries[it->second];
-		e.snd = std::max(e.snd, int(s.snd));
-		e.rcv = std::max(e.rcv, int(s.rcv));
-		e.who |= s.who;
-	}
-	*out = std::move(t);
-	return 0;
+	return parse_images(a.data(), b.data(), pid, start_time, path, out, why);
 }
 
 int read_pid(int pid, table *out, std::string *why)

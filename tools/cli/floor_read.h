@@ -36,6 +36,14 @@ std::string file_path(const std::string &dir, int pid, uint64_t start_time);
 int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
 	      std::string *why);
 
+// The checks of read_file() on two copies of the file's bytes (@a and @b,
+// file_size each, read one after the other: a slot counts only where both
+// agree and no writer was inside it), for the process @pid started at
+// @start_time; @what names the file in @why.  No system call: the part a
+// fuzzer drives (tests/shim/fuzz_floor_table.cc).
+int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
+		 const std::string &what, table *out, std::string *why);
+
 // The live table of process @pid: the file named for its pid and start
 // time, owned by its user (or by root: made before a forked worker changed
 // user), and still mapped by it (an exec()ed process

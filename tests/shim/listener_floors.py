@@ -65,6 +65,12 @@ def entry_within(sockbuf, pid, fd, pred, seconds):
         time.sleep(0.05)
 
 
+def say_done(p):
+    """py_listener.py ends on a line on its stdin."""
+    p.stdin.write("\n")
+    p.stdin.flush()
+
+
 def one_mode(ns, sockbuf, via):
     label = f"listener floor, {via}"
     here = os.path.dirname(os.path.abspath(__file__))
@@ -122,14 +128,7 @@ def one_mode(ns, sockbuf, via):
         finally:
             s.close()  # our duplicate only
     finally:
-        if srv.poll() is None:
-            srv.stdin.write("\n")
-            srv.stdin.flush()
-            try:
-                srv.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
+        rp.stop(srv, ask=say_done)
 
 
 def main():
@@ -139,12 +138,7 @@ def main():
     why = rp.root_missing()
     if why:
         return rp.skip(why)
-    modes = ["plain", "preload"]
-    missing = rp.seccomp_missing(args.sockbuf)
-    if missing:
-        print(f"skip: listener floor, seccomp: {missing}")
-    else:
-        modes.append("seccomp")
+    modes = rp.ways(args.sockbuf, "listener floor")
 
     def body(ns):
         for via in modes:

@@ -48,7 +48,7 @@ http {{
 """
 
 # One GET over a keep-alive connection, the body checksummed; the
-# connection stays open until a line arrives on stdin.
+# connection stays open until a line arrives on stdin or it ends.
 FETCH = """
 import socket, sys, zlib
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
@@ -158,17 +158,8 @@ def one_run(args, ns, nginx, prefix, via, crc):
                 rp.check(not floor, f"{label}: {who}: no floor ({floor})")
     finally:
         if fetch is not None:
-            try:
-                fetch.communicate("\n", timeout=10)
-            except subprocess.TimeoutExpired:
-                fetch.kill()
-                fetch.wait()
-        top.terminate()
-        try:
-            top.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            top.kill()
-            top.wait()
+            rp.stop(fetch, ask=lambda p: p.stdin.close())  # FETCH ends at its stdin's end
+        rp.stop(top, ask=subprocess.Popen.terminate)
 
 
 def main():
@@ -195,12 +186,7 @@ def main():
         f.write(CONF.format(workers=WORKERS, prefix=prefix, addr=rp.SRV_ADDR, port=PORT))
     crc = zlib.crc32(blob)
 
-    modes = ["plain", "preload"]
-    missing = rp.seccomp_missing(args.sockbuf)
-    if missing:
-        print(f"skip: nginx under the supervisor: {missing}")
-    else:
-        modes.append("seccomp")
+    modes = rp.ways(args.sockbuf, "nginx")
 
     def both(ns):
         for via in modes:

@@ -63,6 +63,36 @@ def seccomp_missing(sockbuf):
     return None
 
 
+def ways(sockbuf, what):
+    """The ways to run a program: plain, the preload shim, and the seccomp
+    supervisor where this kernel has it (else a skip line saying why)."""
+    out = ["plain", "preload"]
+    missing = seccomp_missing(sockbuf)
+    if missing:
+        print(f"skip: {what}, seccomp: {missing}")
+    else:
+        out.append("seccomp")
+    return out
+
+
+def stop(proc, ask=None, timeout=10):
+    """Ends @proc if it still runs, bounded: @ask(proc) first (a line on
+    its stdin, SIGTERM), then up to @timeout s for it to exit, then
+    SIGKILL."""
+    if proc.poll() is not None:
+        return
+    if ask:
+        try:
+            ask(proc)
+        except OSError:
+            pass  # a pipe it already closed: the wait says the rest
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def in_namespaces(body):
     """body(ns) in a fresh pair of namespaces, its result; namespaces that
     cannot be made are a skip with the reason, never a pass."""

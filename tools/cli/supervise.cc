@@ -120,21 +120,22 @@ int install_filter()
 	// answer killably (5.19): a signal cannot make it return EINTR, which
 	// setsockopt() never returns, after its size was applied.  Kernels
 	// without the flag say EINVAL; the filter then goes without it.
-	unsigned int flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | filter_flag_wait_killable;
-	int fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
-	if (fd < 0 && errno == EINVAL) {
-		flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
-		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
-	}
+	auto install = [&prog] {
+		int fd = sys_seccomp(SECCOMP_SET_MODE_FILTER,
+				     SECCOMP_FILTER_FLAG_NEW_LISTENER | filter_flag_wait_killable,
+				     &prog);
+		if (fd < 0 && errno == EINVAL)
+			fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+					 &prog);
+		return fd;
+	};
+	int fd = install();
 	if (fd < 0 && errno == EACCES) {
 		// Without CAP_SYS_ADMIN a filter needs no_new_privs (set-user-ID
 		// programs then run without their privileges: see cmd_run.cc).
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 			return -errno;
-		fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, flags, &prog);
-		if (fd < 0 && errno == EINVAL && flags != SECCOMP_FILTER_FLAG_NEW_LISTENER)
-			fd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-					 &prog);
+		fd = install();
 	}
 	return fd < 0 ? -errno : fd;
 }

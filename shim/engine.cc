@@ -5,6 +5,7 @@
 #include "floor_registry.h"
 #include "log.h"
 #include "real.h"
+#include "stored.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -32,7 +33,7 @@ std::atomic<uint64_t> g_published[fd_table_size];
 
 // Publishes @e's floors for `sockbuf show` (impl/internal/floor_registry.h); both
 // 0 withdraws them.
-void publish_floors(int fd, const fd_state *e)
+void publish_floors(int fd, fd_state *e)
 {
 	struct stat st;
 	if (fd < 0 || fd >= fd_table_size || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
@@ -48,6 +49,7 @@ void publish_floors(int fd, const fd_state *e)
 	registry::publish(inode, e->floor[dir_snd].load(std::memory_order_relaxed),
 			  e->floor[dir_rcv].load(std::memory_order_relaxed),
 			  inherited ? registry::by_listener : registry::by_shim);
+	e->flags.fetch_or(flag_published, std::memory_order_relaxed);
 }
 
 // Keeps the program's errno across the shim's own calls.
@@ -88,6 +90,16 @@ int tcp_state(int fd)
 	if (real::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &st, &len) != 0 || len < 1)
 		return -1;
 	return st;
+}
+
+// TCP: its protocol, and TCP_INFO answers (a raw socket of protocol 6 does
+// not).  Asked once per socket: the entry keeps the answer (flag_tcp).
+bool is_tcp(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+	return real::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) == 0 && v == IPPROTO_TCP &&
+	       tcp_state(fd) >= 0;
 }
 
 uint16_t port_of(const struct sockaddr_storage &ss)
@@ -390,42 +402,50 @@ int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	int asked;
 	std::memcpy(&asked, val, sizeof(asked)); // the kernel read >= sizeof(int)
 
+	// The entry speaks for this socket only while its cookie matches:
+	// read where a role, a cached fact or a floor to keep needs it.
 	fd_state *e = fd_slot(fd);
-	uint64_t cookie = 0;
+	uint64_t cookie = e && g_state.socket_events ? fd_cookie(fd) : 0;
 	role r = role_any;
 	uint16_t port = 0;
-	if (e && g_state.socket_events) {
-		cookie = fd_cookie(fd);
-		if (fd_owned(e, cookie)) {
-			r = role(e->role.load(std::memory_order_relaxed));
-			port = e->port.load(std::memory_order_relaxed);
-		}
+	if (e && fd_owned(e, cookie)) {
+		r = role(e->role.load(std::memory_order_relaxed));
+		port = e->port.load(std::memory_order_relaxed);
 	}
 	const policy p = resolve(g_state.cfg, r, port);
+	const bool convert = p == policy::initial && asked > 0 && (!force || g_state.force_ok);
+	if (e && convert && !cookie)
+		cookie = fd_cookie(fd);
+	const bool owned = e != nullptr && fd_owned(e, cookie);
+	const uint8_t was = owned ? e->flags.load(std::memory_order_relaxed) : 0;
+
 	bool converted = false;
-	if (p == policy::initial && asked > 0 && (!force || g_state.force_ok)) {
-		struct sockbuf_report rep;
-		int size = stored_unit(asked);
-		int sret = sockbuf_set_initial_bufsize(fd, d == dir_snd ? size : 0,
-						       d == dir_rcv ? size : 0,
-						       initial_flags(force), &rep);
-		if (sret == -EPROTOTYPE)
+	int floor = 0;
+	if (convert) {
+		if (!(was & flag_tcp) && !is_tcp(fd))
 			return ret; // UDP, UNIX...: nothing to keep unlocked
+		const int size = stored_unit(asked);
+		// The same request on the same socket has the same floor: not
+		// read back again unless a log line reports the size.
+		int known = 0;
+		if (owned && !force && (was & flag_initial(d)) && !log::enabled() &&
+		    e->requested[d].load(std::memory_order_relaxed) == asked)
+			known = e->floor[d].load(std::memory_order_relaxed);
+		struct sockbuf_report rep;
+		int sret = stored::keep_unlocked(fd, {int(d), size, force, known}, &rep);
+		if (sret == -EOPNOTSUPP) // this kernel needs the whole call
+			sret = sockbuf_set_initial_bufsize(fd, d == dir_snd ? size : 0,
+							   d == dir_rcv ? size : 0,
+							   initial_flags(force), &rep);
+		if (sret == -EPROTOTYPE)
+			return ret;
 		log_result(
 		    fd, name == SO_SNDBUF || name == SO_RCVBUF ? "setsockopt" : "setsockopt FORCE",
 		    d, asked, &rep, sret);
 		if (sret == 0) {
-			converted = (d == dir_snd ? rep.snd.locked : rep.rcv.locked) == 0;
-			if (e) {
-				if (!cookie)
-					cookie = fd_cookie(fd);
-				if (cookie) {
-					fd_claim(e, cookie);
-					const auto &dr = d == dir_snd ? rep.snd : rep.rcv;
-					e->floor[d].store(dr.floor, std::memory_order_relaxed);
-					publish_floors(fd, e);
-				}
-			}
+			const struct sockbuf_dir_report &dr = d == dir_snd ? rep.snd : rep.rcv;
+			converted = dr.locked == 0;
+			floor = dr.floor;
 		}
 	} else if (log::enabled()) {
 		log::line()
@@ -443,23 +463,24 @@ int on_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		    .s(force && p == policy::initial ? "" : ")")
 		    .emit();
 	}
-	if (e && g_state.socket_events) {
-		if (!cookie)
-			cookie = fd_cookie(fd);
-		if (cookie) {
-			fd_claim(e, cookie);
-			e->requested[d].store(asked, std::memory_order_relaxed);
-			uint8_t set =
-			    (force ? flag_force(d) : 0) | (converted ? flag_initial(d) : 0);
-			uint8_t clear = uint8_t(~(flag_force(d) | flag_initial(d)));
-			e->flags.store(
-			    uint8_t((e->flags.load(std::memory_order_relaxed) & clear) | set),
-			    std::memory_order_relaxed);
-			if (!converted)
-				e->floor[d].store(0, std::memory_order_relaxed);
-			publish_floors(fd, e);
-		}
-	}
+	if (!e || !cookie || !(converted || g_state.socket_events))
+		return ret;
+	fd_claim(e, cookie);
+	// The program sized the socket itself: its floors are no longer all
+	// its listener's.
+	const uint8_t keep_bits = uint8_t(~(flag_force(d) | flag_initial(d) | flag_inherited));
+	const uint8_t now = uint8_t((was & keep_bits) | (force ? flag_force(d) : 0) |
+				    (converted ? flag_initial(d) | flag_tcp : 0));
+	const int old_floor = e->floor[d].load(std::memory_order_relaxed);
+	e->requested[d].store(asked, std::memory_order_relaxed);
+	e->floor[d].store(converted ? floor : 0, std::memory_order_relaxed);
+	e->flags.store(now, std::memory_order_relaxed);
+	// The registry already holds this socket's floors when nothing
+	// changed (the common repeat): no fstat, no write.
+	const bool unchanged = owned && (was & flag_published) && !((was ^ now) & flag_inherited) &&
+			       old_floor == (converted ? floor : 0);
+	if (!unchanged)
+		publish_floors(fd, e);
 	return ret;
 }
 

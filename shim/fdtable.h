@@ -30,6 +30,10 @@ inline constexpr uint8_t flag_initial(dir d)
 // The floors are the listener's, inherited at accept() (published as
 // registry::by_listener until the program sizes the socket itself).
 inline constexpr uint8_t flag_inherited = 16;
+// The socket is TCP (SO_PROTOCOL read once, while the entry is its).
+inline constexpr uint8_t flag_tcp = 32;
+// The registry holds the entry's floors as they are now (publish_floors()).
+inline constexpr uint8_t flag_published = 64;
 
 struct fd_state {
 	std::atomic<uint64_t> cookie{0};

@@ -195,6 +195,56 @@ TEST(Initial, ReusedFdNumberDoesNotInheritAFloor)
 	EXPECT_EQ(lock_bits(again.fd), 2);
 }
 
+// A repeated request takes the shim's short way (no protocol check, no
+// read-back, no publication): what it keeps from the first call must
+// still be true of the socket.
+TEST(Initial, RepeatedRequestReadsTheOtherDirectionsLockEachTime)
+{
+	REQUIRE_SHIM();
+	fd_guard s(tcp());
+	int v = 65536;
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)), 0);
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, v), 0);
+	EXPECT_EQ(lock_bits(s.fd), 1) << "the send buffer's lock is the program's";
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, v), 0);
+	EXPECT_EQ(lock_bits(s.fd), 1);
+	// Unlocked behind the shim's back (another tool, io_uring): a lock
+	// state remembered from the first call would set it again.
+	int none = 0;
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_BUF_LOCK, &none, sizeof(none)), 0);
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, v), 0);
+	EXPECT_EQ(lock_bits(s.fd), 0);
+}
+
+TEST(Initial, RepeatedRequestKeepsItsFloorAndANewOneTakesANewFloor)
+{
+	REQUIRE_SHIM();
+	fd_guard s(tcp());
+	int small = 4096;
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, 65536), 0);
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, 65536), 0); // floor not read back
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	EXPECT_EQ(rcvbuf(s.fd), 131072) << "the floor the first call found";
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, 100000), 0);
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	EXPECT_EQ(rcvbuf(s.fd), 200000) << "a different request: its own floor";
+	ASSERT_EQ(set_int(s.fd, SO_RCVBUF, 1000), 0);
+	ASSERT_EQ(plain_setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	EXPECT_EQ(rcvbuf(s.fd), 8192) << "a floor below the buffer: nothing raised";
+}
+
+TEST(Initial, ReusedFdNumberForUdpIsNotTakenForTcp)
+{
+	REQUIRE_SHIM();
+	int fd = tcp();
+	ASSERT_EQ(set_int(fd, SO_RCVBUF, 65536), 0); // the entry notes TCP
+	close(fd);
+	fd_guard u(socket(AF_INET, SOCK_DGRAM, 0));
+	ASSERT_EQ(u.fd, fd) << "the test needs the same fd number back";
+	ASSERT_EQ(set_int(u.fd, SO_RCVBUF, 65536), 0);
+	EXPECT_EQ(lock_bits(u.fd), 2) << "UDP keeps the kernel's behaviour";
+}
+
 TEST(Initial, NoAllocationOrLockInTheInterposedCalls)
 {
 	REQUIRE_SHIM();

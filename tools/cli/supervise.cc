@@ -3,6 +3,7 @@
 
 #include "force_rights.h"
 #include "remote_guard.h"
+#include "stored.h"
 #include "test_fault.h"
 
 #include <sockbuf/sockbuf.h>
@@ -606,9 +607,16 @@ private:
 		const long long doubled = 2ll * asked;
 		const int size = doubled > SOCKBUF_SIZE_MAX ? SOCKBUF_SIZE_MAX : int(doubled);
 		struct sockbuf_report rep;
-		unsigned int flags = SOCKBUF_F_FALLBACK_LOCK | (force ? SOCKBUF_F_ALLOW_FORCE : 0);
-		int sret = sockbuf_set_initial_bufsize(sock, d == shim::dir_snd ? size : 0,
-						       d == shim::dir_rcv ? size : 0, flags, &rep);
+		// Stored already: only the lock bit to clear, unless this
+		// kernel needs the whole call.
+		int sret = stored::keep_unlocked(sock, {int(d), size, force, 0}, &rep);
+		if (sret == -EOPNOTSUPP) {
+			unsigned int flags =
+			    SOCKBUF_F_FALLBACK_LOCK | (force ? SOCKBUF_F_ALLOW_FORCE : 0);
+			sret =
+			    sockbuf_set_initial_bufsize(sock, d == shim::dir_snd ? size : 0,
+							d == shim::dir_rcv ? size : 0, flags, &rep);
+		}
 		struct sockbuf_floor fl = {0, 0};
 		if (sret >= 0 && sockbuf_report_floor(&rep, &fl) == 0 && (fl.snd || fl.rcv)) {
 			if (guard_.size() == 0)

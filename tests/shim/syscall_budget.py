@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The system calls one setsockopt(SO_RCVBUF) costs under `sockbuf run
+--policy initial`, counted with strace on a program sizing a fresh TCP
+socket three times (tests/shim/programs/size_repeat.c):
+
+  preload   the first call on the socket: at most the program's own call,
+            the cookie, the protocol and TCP state (asked once per
+            socket), SO_BUF_LOCK read and written, the size read back and
+            one fstat to publish the floor.  A repeated call: exactly the
+            program's own call, the cookie, SO_BUF_LOCK read and written.
+  seccomp   the supervisor's calls between receiving the notification and
+            answering it: no second protocol check, no second size set, at
+            most 11.
+
+A budget exceeded names every call made.  Skips (77) without strace or
+where the way of running is not available.
+usage: syscall_budget.py SOCKBUF SIZE_REPEAT
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+LINE = re.compile(r"^(\d+)\s+(\w+)\((.*)$")
+
+PRELOAD_FIRST_MAX = 8
+PRELOAD_REPEAT = [
+    "setsockopt SO_RCVBUF",
+    "getsockopt SO_COOKIE",
+    "getsockopt SO_BUF_LOCK",
+    "setsockopt SO_BUF_LOCK",
+]
+SUPERVISOR_MAX = 11
+
+
+def calls(path):
+    """(pid, name, args) per call, in the order strace saw them; a call
+    split by another process's is counted once, where it started."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = LINE.match(line.rstrip("\n"))
+            if m and "resumed>" not in line:
+                out.append((int(m.group(1)), m.group(2), m.group(3)))
+    return out
+
+
+def short(call):
+    """'setsockopt SO_RCVBUF', 'fstat', ... : the name and, for socket
+    options, the option."""
+    _, name, args = call
+    if name in ("setsockopt", "getsockopt"):
+        parts = [a.strip() for a in args.split(",")]
+        return "%s %s" % (name, parts[2] if len(parts) > 2 else "?")
+    return name
+
+
+def marker(call, n):
+    return call[1] == "write" and ('"mark %d\\n"' % n) in call[2]
+
+
+def traced(argv, trace):
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "signal=none", "-o", trace] + argv,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    if r.returncode != 0 or "mark 4" not in r.stdout:
+        print("run failed (%d): %s %s" % (r.returncode, r.stdout, r.stderr))
+        return None
+    return calls(trace)
+
+
+def between(seq, pid, start, end):
+    """The calls of @pid after the program's marker @start and before its
+    marker @end."""
+    i = next(k for k, c in enumerate(seq) if marker(c, start))
+    j = next(k for k, c in enumerate(seq) if marker(c, end))
+    return [c for c in seq[i + 1:j] if c[0] == pid]
+
+
+def check_preload(sockbuf, prog, tmp):
+    seq = traced([sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
+                  prog], os.path.join(tmp, "preload.trace"))
+    if seq is None:
+        return False
+    pid = next(c[0] for c in seq if marker(c, 0))
+    ok = True
+    first = [short(c) for c in between(seq, pid, 1, 2)]
+    print("preload, first call: %d calls: %s" % (len(first), ", ".join(first)))
+    if len(first) > PRELOAD_FIRST_MAX or first.count("setsockopt SO_RCVBUF") != 1:
+        print("FAIL: more than %d calls, or the size set twice" % PRELOAD_FIRST_MAX)
+        ok = False
+    for n in (3, 4):
+        rep = [short(c) for c in between(seq, pid, n - 1, n)]
+        print("preload, repeated call: %d calls: %s" % (len(rep), ", ".join(rep)))
+        if rep != PRELOAD_REPEAT:
+            print("FAIL: want exactly %s" % ", ".join(PRELOAD_REPEAT))
+            ok = False
+    return ok
+
+
+def check_seccomp(sockbuf, prog, tmp):
+    seq = traced([sockbuf, "run", "-q", "--via", "seccomp", "--policy", "initial", "--",
+                  prog], os.path.join(tmp, "seccomp.trace"))
+    if seq is None:
+        return False
+    prog_pid = next(c[0] for c in seq if marker(c, 0))
+    sup = [c[0] for c in seq if c[1] == "ioctl" and "SECCOMP_IOCTL_NOTIF_RECV" in c[2]]
+    if not sup:
+        print("FAIL: no notification received")
+        return False
+    window = between(seq, sup[0], 3, 4)
+    # From the notification to the answer.
+    names = [c[2] for c in window]
+    try:
+        i = next(k for k, a in enumerate(names) if "SECCOMP_IOCTL_NOTIF_RECV" in a)
+        j = next(k for k, a in enumerate(names) if "SECCOMP_IOCTL_NOTIF_SEND" in a)
+    except StopIteration:
+        print("FAIL: no notification answered between the markers (program %d)" % prog_pid)
+        return False
+    work = [short(c) for c in window[i + 1:j]]
+    print("seccomp, supervisor per repeated call: %d calls: %s" % (len(work), ", ".join(work)))
+    ok = True
+    if len(work) > SUPERVISOR_MAX:
+        print("FAIL: more than %d calls" % SUPERVISOR_MAX)
+        ok = False
+    for once in ("getsockopt SO_PROTOCOL", "setsockopt SO_RCVBUF"):
+        if work.count(once) > 1:
+            print("FAIL: %s made %d times" % (once, work.count(once)))
+            ok = False
+    return ok
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    sockbuf, prog = sys.argv[1], sys.argv[2]
+    if not shutil.which("strace"):
+        print("SKIP: no strace (Debian package strace)")
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        ok = check_preload(sockbuf, prog, tmp)
+        r = subprocess.run([sockbuf, "run", "-q", "--via", "seccomp", "--", "true"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           timeout=30)
+        if r.returncode != 0:
+            print("seccomp: not checked, the supervisor cannot run here: %s" % r.stderr.strip())
+        else:
+            ok = check_seccomp(sockbuf, prog, tmp) and ok
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,6 +12,7 @@
 // supervisor; SO_KEEPALIVE: the filter alone).
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#ifndef SO_BUF_LOCK
+#define SO_BUF_LOCK 72 // Linux 5.14 (asm-generic/socket.h)
+#endif
 
 namespace
 {
@@ -74,9 +79,75 @@ void BM_setsockopt_keepalive_plain(benchmark::State &state)
 	run(state, &setsockopt, SO_KEEPALIVE);
 }
 
+// A program sizes each socket once or twice: the first call on a new
+// socket, with socket() and close() around it (the shim's first call also
+// checks the protocol, reads the size back and publishes the floor).
+void run_first(benchmark::State &state, setsockopt_fn fn)
+{
+	int value = 65536;
+	for (auto _ : state) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int ret = fn(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value));
+		benchmark::DoNotOptimize(ret);
+		close(fd);
+	}
+}
+
+void BM_first_call_plain(benchmark::State &state)
+{
+	run_first(state, &setsockopt);
+}
+
+void BM_first_call_shim(benchmark::State &state)
+{
+	state.SetLabel(g_config);
+	run_first(state, g_shim);
+}
+
+// The parts of the shim's repeated call beside the program's own: the
+// socket's cookie (its identity), and SO_BUF_LOCK read and written (one
+// direction unlocked, the other kept).  Their sum is the least a call that
+// keeps the buffer unlocked can cost.
+void BM_part_cookie(benchmark::State &state)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint64_t cookie = 0;
+	for (auto _ : state) {
+		socklen_t len = sizeof(cookie);
+		benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len));
+	}
+	close(fd);
+}
+
+void BM_part_lock_read(benchmark::State &state)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int bits = 0;
+	for (auto _ : state) {
+		socklen_t len = sizeof(bits);
+		benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &bits, &len));
+	}
+	close(fd);
+}
+
+void BM_part_lock_write(benchmark::State &state)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int bits = 0;
+	for (auto _ : state)
+		benchmark::DoNotOptimize(
+		    setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &bits, sizeof(bits)));
+	close(fd);
+}
+
 BENCHMARK(BM_setsockopt_plain)->UseRealTime();
 BENCHMARK(BM_setsockopt_keepalive_plain)->UseRealTime();
 BENCHMARK(BM_setsockopt_shim)->UseRealTime();
+BENCHMARK(BM_first_call_plain)->UseRealTime();
+BENCHMARK(BM_first_call_shim)->UseRealTime();
+BENCHMARK(BM_part_cookie)->UseRealTime();
+BENCHMARK(BM_part_lock_read)->UseRealTime();
+BENCHMARK(BM_part_lock_write)->UseRealTime();
 
 } // namespace
 

@@ -273,6 +273,7 @@ int put(file_header *h, uint64_t inode, int snd, int rcv, source who)
 {
 	if (file_slot *s = find(h, inode, who)) {
 		write_slot(s, inode, snd, rcv, who);
+		h->changes.fetch_add(1, std::memory_order_release);
 		return 0;
 	}
 	file_slot *s = slots(h);
@@ -281,6 +282,7 @@ int put(file_header *h, uint64_t inode, int snd, int rcv, source who)
 		if (!s[at].taken.compare_exchange_strong(free_, 1, std::memory_order_acquire))
 			continue;
 		write_slot(&s[at], inode, snd, rcv, who);
+		h->changes.fetch_add(1, std::memory_order_release);
 		uint32_t seen = h->max_probe.load(std::memory_order_relaxed);
 		while (seen < i &&
 		       !h->max_probe.compare_exchange_weak(seen, i, std::memory_order_release))
@@ -296,6 +298,7 @@ void take_out(file_header *h, uint64_t inode, source who)
 	if (file_slot *s = find(h, inode, who)) {
 		write_slot(s, 0, 0, 0, who);
 		s->taken.store(0, std::memory_order_release);
+		h->changes.fetch_add(1, std::memory_order_release);
 	}
 }
 

@@ -56,7 +56,11 @@ struct file_header {
 	uint64_t start_time;		 // clock ticks after boot, /proc/PID/stat field 22
 	std::atomic<uint32_t> max_probe; // longest probe a slot was placed at
 	std::atomic<uint32_t> dropped;	 // publications that found no free slot
-	uint8_t reserved1[16];
+	// Bumped after every slot written (release): a reader that watches
+	// many tables (sockbufd) reads them again only when it moved.  Zero
+	// in files of writers before 0.4, which never bump it.
+	std::atomic<uint32_t> changes;
+	uint8_t reserved1[12];
 };
 static_assert(sizeof(file_header) == 64);
 

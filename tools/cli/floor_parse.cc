@@ -50,11 +50,11 @@ bool same(const plain_slot &a, const plain_slot &b)
 
 } // namespace
 
-int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
-		 const std::string &what, table *out, std::string *why)
+int parse_header(const char *bytes, int pid, uint64_t start_time, const std::string &what,
+		 header_info *out, std::string *why)
 {
 	file_header h;
-	std::memcpy(static_cast<void *>(&h), a, sizeof(h));
+	std::memcpy(static_cast<void *>(&h), bytes, sizeof(h));
 	if (std::memcmp(h.magic, file_magic, sizeof(file_magic)) != 0)
 		return fail(why, -EBADMSG, what + ": not a sockbuf floor table (magic)");
 	if (h.version != file_version || h.header_size != sizeof(file_header) ||
@@ -66,10 +66,24 @@ int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
 		return fail(why, -ESTALE, what + ": written by another process");
 	if (h.publisher < 0)
 		return fail(why, -EBADMSG, what + ": publisher " + std::to_string(h.publisher));
+	out->publisher = h.publisher;
+	out->dropped = h.dropped.load(std::memory_order_relaxed);
+	out->changes = h.changes.load(std::memory_order_relaxed);
+	return 0;
+}
+
+int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
+		 const std::string &what, table *out, std::string *why)
+{
+	header_info hi;
+	int ret = parse_header(a, pid, start_time, what, &hi, why);
+	if (ret < 0)
+		return ret;
 	std::unordered_map<uint64_t, size_t> by_inode;
 	table t;
-	t.dropped = h.dropped.load(std::memory_order_relaxed);
-	t.publisher = h.publisher;
+	t.dropped = hi.dropped;
+	t.publisher = hi.publisher;
+	t.changes = hi.changes;
 	for (size_t i = 0; i < slot_count; i++) {
 		plain_slot s = slot_at(a, i);
 		// Seqlock over two copies: only a slot no writer touched between

@@ -64,8 +64,13 @@ bool still_mapped(int pid, ino_t ino)
 
 } // namespace
 
-int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
-	      std::string *why)
+namespace
+{
+
+// Opens @path as a table of user @uid may be: a regular file, not a
+// link, owned by @uid, mode 0600, of the table's size.  The fd, or -errno
+// with the reason in @why.
+int open_table(const std::string &path, uid_t uid, std::string *why)
 {
 	int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
@@ -73,26 +78,52 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 		return fail(why, -err, path + ": " + std::strerror(err));
 	}
 	struct stat st;
-	int ret = fstat(fd, &st);
-	std::vector<char> a, b;
-	if (ret == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077) &&
-	    size_t(st.st_size) == file_size) {
-		a.resize(file_size);
-		b.resize(file_size);
-		if (!read_all(fd, &a) || !read_all(fd, &b))
-			a.clear();
-	}
-	close(fd);
-	if (ret != 0)
+	if (fstat(fd, &st) != 0) {
+		close(fd);
 		return fail(why, -EIO, path + ": fstat failed");
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
+		close(fd);
 		return fail(why, -EPERM,
 			    path + ": not a regular file of the process's user with mode 0600");
-	if (size_t(st.st_size) != file_size || a.empty())
+	}
+	if (size_t(st.st_size) != file_size) {
+		close(fd);
 		return fail(why, -EBADMSG,
 			    path + ": size " + std::to_string(st.st_size) + ", expected " +
 				std::to_string(file_size));
+	}
+	return fd;
+}
+
+} // namespace
+
+int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
+	      std::string *why)
+{
+	int fd = open_table(path, uid, why);
+	if (fd < 0)
+		return fd;
+	std::vector<char> a(file_size), b(file_size);
+	const bool whole = read_all(fd, &a) && read_all(fd, &b);
+	close(fd);
+	if (!whole)
+		return fail(why, -EBADMSG, path + ": shorter than its size");
 	return parse_images(a.data(), b.data(), pid, start_time, path, out, why);
+}
+
+int read_header(const std::string &path, int pid, uint64_t start_time, uid_t uid, header_info *out,
+		std::string *why)
+{
+	int fd = open_table(path, uid, why);
+	if (fd < 0)
+		return fd;
+	char bytes[sizeof(file_header)];
+	const ssize_t n = pread(fd, bytes, sizeof(bytes), 0);
+	close(fd);
+	if (n != ssize_t(sizeof(bytes)))
+		return fail(why, -EBADMSG, path + ": shorter than its header");
+	return parse_header(bytes, pid, start_time, path, out, why);
 }
 
 int read_pid(int pid, table *out, std::string *why)

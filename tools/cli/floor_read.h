@@ -24,7 +24,15 @@ struct entry {
 struct table {
 	std::vector<entry> entries;
 	uint32_t dropped = 0;
-	int publisher = 0; // the header's publisher: 0, or the pid writing for the process
+	int publisher = 0;    // the header's publisher: 0, or the pid writing for the process
+	uint32_t changes = 0; // the header's change count (file_header::changes)
+};
+
+// What the header alone says.
+struct header_info {
+	int publisher = 0;
+	uint32_t dropped = 0;
+	uint32_t changes = 0;
 };
 
 // "/dev/shm/sockbuf-floors.PID.START".
@@ -43,6 +51,17 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 // fuzzer drives (tests/shim/fuzz_floor_table.cc).
 int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
 		 const std::string &what, table *out, std::string *why);
+
+// The header of @pid's table at @path alone, with read_file()'s checks
+// of the file and of the header: what a reader watching many tables
+// compares (header_info::changes) before reading one again.  0 or -errno.
+int read_header(const std::string &path, int pid, uint64_t start_time, uid_t uid, header_info *out,
+		std::string *why);
+
+// parse_images()'s checks of the header at @bytes (sizeof(file_header)
+// of them).  No system call.
+int parse_header(const char *bytes, int pid, uint64_t start_time, const std::string &what,
+		 header_info *out, std::string *why);
 
 // The live table of process @pid: the file named for its pid and start
 // time, owned by its user (or by root: made before a forked worker changed

@@ -7,6 +7,8 @@ packages=(
 	# build
 	build-essential cmake ninja-build pkg-config git
 	libcap-ng-dev libfmt-dev nlohmann-json3-dev libbpf-dev
+	# sockbufd: its metrics and systemd readiness
+	prometheus-cpp-dev libsystemd-dev systemd
 	libgtest-dev libgmock-dev googletest libbenchmark-dev
 	# sanitizers, fuzzing, lint
 	clang clang-tidy clang-format libclang-rt-14-dev

@@ -72,7 +72,8 @@ guard::process *guard::proc(pid_t pid)
 	p->pidfd = int(syscall(SYS_pidfd_open, pid, 0));
 	if (p->pidfd < 0)
 		return nullptr;
-	p->table.open(pid); // no table (publication off): guarded all the same
+	if (who_)
+		p->table.open(pid); // no table (publication off): guarded all the same
 	return procs_.emplace(pid, std::move(p)).first->second.get();
 }
 
@@ -204,8 +205,16 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		drop(i, reused);
 		return;
 	}
+	unsigned int flags = SOCKBUF_F_FALLBACK_DEFAULT;
+	if (it != procs_.end() && may_force_) {
+		int &force = it->second->force;
+		if (force < 0)
+			force = may_force_(s.pid) ? 1 : 0;
+		if (force == 1)
+			flags |= SOCKBUF_F_ALLOW_FORCE;
+	}
 	struct sockbuf_report rep;
-	const int ret = sockbuf_restore_floor(dup, &s.floor, SOCKBUF_F_FALLBACK_DEFAULT, &rep);
+	const int ret = sockbuf_restore_floor(dup, &s.floor, flags, &rep);
 	close(dup);
 	if (ret < 0) {
 		totals_.errors++;
@@ -431,6 +440,57 @@ void guard::adopt_accepted(const std::vector<listening> &listeners)
 	}
 	unmapped_ = std::move(seen_unmapped);
 	tree_seen_ = std::move(tree_seen);
+}
+
+int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors)
+{
+	// Forget what is no longer published (backwards: a drop moves the
+	// last entry into the place of one already looked at).
+	std::map<uint32_t, bool> guarded;
+	for (size_t i = socks_.size(); i-- > 0;) {
+		const socket_ref &s = socks_[i];
+		if (s.pid != pid)
+			continue;
+		auto f = floors.find(s.inode);
+		if (f == floors.end())
+			drop(i, keep);
+		else if (f->second.snd == s.floor.snd && f->second.rcv == s.floor.rcv)
+			guarded[s.inode] = true;
+	}
+	std::map<uint32_t, std::pair<pid_t, int>> where;
+	for (const auto &[ino, floor] : floors)
+		if (!guarded.count(ino))
+			where.emplace(ino, std::pair<pid_t, int>{0, -1});
+	if (where.empty())
+		return 0;
+	process *pr = proc(pid);
+	if (!pr)
+		return -errno;
+	find_inodes(pid, &where);
+	int missing = 0;
+	for (const auto &[ino, at] : where) {
+		if (at.first == 0) {
+			missing++;
+			continue;
+		}
+		const int dup = int(syscall(SYS_pidfd_getfd, pr->pidfd, at.second, 0));
+		if (dup < 0) {
+			missing++;
+			continue;
+		}
+		struct stat st;
+		// Identity at the take: the number still names that inode.
+		if (fstat(dup, &st) == 0 && uint32_t(st.st_ino) == ino)
+			add(pid, at.second, dup, floors.at(ino));
+		else
+			missing++;
+		close(dup);
+	}
+	// A process none of whose sockets could be added holds no pidfd.
+	auto it = procs_.find(pid);
+	if (it != procs_.end() && it->second->sockets == 0)
+		procs_.erase(it);
+	return missing;
 }
 
 std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,

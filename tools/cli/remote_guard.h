@@ -89,6 +89,29 @@ public:
 		bool inherited = false);
 
 	size_t size() const { return socks_.size(); }
+	// Guarded sockets per process.
+	std::map<pid_t, size_t> sockets_by_process() const
+	{
+		std::map<pid_t, size_t> n;
+		for (const socket_ref &s : socks_)
+			n[s.pid]++;
+		return n;
+	}
+
+	// The floors process @pid publishes (inode -> floors, its floor
+	// table) made the guard's for @pid: a socket new to the guard is
+	// found by inode in @pid's descriptor table, taken with pidfd_getfd()
+	// only to check that it is that inode and to read its cookie, and
+	// added; a socket guarded for @pid whose inode is no longer published
+	// is forgotten.  Returns how many published inodes were not found in
+	// @pid's table (still being installed, or held elsewhere: looked for
+	// again at the next call), or -errno when @pid cannot be reached.
+	int sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors);
+
+	// Whether a restore for process @pid may use SO_*BUFFORCE (asked once
+	// per process, with the process's rights: force_rights.h).  Unset:
+	// never.
+	void force_for(std::function<bool(pid_t)> may) { may_force_ = std::move(may); }
 
 	// One pass.  @restored sees each socket raised, with the sizes read
 	// before and the report of the restore.
@@ -114,6 +137,7 @@ public:
 private:
 	struct process {
 		int pidfd = -1;
+		int force = -1; // may_force_'s answer, -1 not asked yet
 		registry::foreign_table table;
 		size_t sockets = 0;
 		process() = default;
@@ -144,6 +168,7 @@ private:
 	int dump_err_ = 0;
 	size_t sweep_ = 0; // the next /proc check of the rolling sweep
 	bool inherit_ = false;
+	std::function<bool(pid_t)> may_force_;
 	// Accepted sockets not found in any fd table yet, by cookie: looked
 	// for again for a few passes (the dump can show one between its
 	// accept and the fd's install), then left alone.

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""sockbufd on this host (polling: no fexit here), against a server nobody
+here wrote the way servers run: unprivileged (nobody), under `sockbuf run
+--policy initial` without a guard of its own, sizing its listener
+(py_listener.py: the accepted connection's floor, rcv 131072, is its
+listener's, published by the shim).
+
+  options   a bad option or value: exit 2, named on standard error.
+  control   the connection cut to 8192 and unlocked from outside
+            (pidfd_getfd, as the kernel's moderation leaves a buffer)
+            stays cut while no daemon runs.
+  restore   with sockbufd running in the server's network namespace the
+            cut is raised back to >= 131072 within 2 s, and its metrics
+            file shows the socket guarded and the restore, by the
+            process's name.
+  bad file  a table of garbage for a live process of the same user is
+            skipped, said once and counted; the daemon goes on serving.
+  stop      SIGTERM: exit 0.  restart: floors found again, the next cut
+            restored.  SIGKILL: the server goes on unharmed.
+
+Every wait is bounded.  usage: daemon_checks.py --sockbuf PATH --sockbufd PATH
+Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
+"""
+import argparse
+import os
+import pwd
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shim"))
+import real_programs as rp  # noqa: E402
+
+PORT = 5611
+BYTES = 1 << 20
+FLOOR = 131072
+CUT = 4096  # stored as 8192
+TABLE_SIZE = 64 + 8192 * 32
+# The system's Python for the server run as nobody (a Python under
+# /root would not be reachable by that user).
+SERVER_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def dup_of(pid, fd):
+    pidfd = rp.libc.syscall(rp.SYS_PIDFD_OPEN, pid, 0)
+    if pidfd < 0:
+        return None
+    try:
+        dup = rp.libc.syscall(rp.SYS_PIDFD_GETFD, pidfd, fd, 0)
+        return socket.socket(fileno=dup) if dup >= 0 else None
+    finally:
+        os.close(pidfd)
+
+
+def rcvbuf(s):
+    return s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
+
+def cut(s):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CUT)
+    s.setsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK, 0)
+    return rcvbuf(s)
+
+
+def until(pred, seconds):
+    """pred()'s first true value within @seconds, else its last value."""
+    end = time.monotonic() + seconds
+    while True:
+        v = pred()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(0.02)
+
+
+def metric(path, name, **labels):
+    """The sum of @name's samples whose labels include @labels, or None."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    total = None
+    for line in text.splitlines():
+        m = re.match(r"^%s(\{([^}]*)\})? (\S+)$" % re.escape(name), line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total = (total or 0) + float(m.group(3))
+    return total
+
+
+def start_time(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def options_checks(sockbufd):
+    for argv, word in ((["--bogus"], "--bogus"), (["--interval", "0"], "--interval"),
+                       (["--metrics-listen", "nowhere"], "--metrics-listen"),
+                       (["--interval"], "--interval"), (["extra"], "extra")):
+        r = subprocess.run([sockbufd] + argv, capture_output=True, text=True, timeout=10)
+        rp.check(r.returncode == 2 and word in r.stderr,
+                 f"options: {' '.join(argv)}: exit {r.returncode}, named")
+
+
+class Daemon:
+    def __init__(self, ns, sockbufd, tmp, n):
+        self.metrics = os.path.join(tmp, "sockbufd.prom")
+        self.log = open(os.path.join(tmp, f"sockbufd.{n}.log"), "w+")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, sockbufd, "--interval", "10",
+                                      "--metrics-file", self.metrics],
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def text(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def end(self, sig):
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def body(ns, args, tmp):
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shim")
+    argv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+            args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
+            SERVER_PYTHON, os.path.join(here, "py_listener.py"), rp.SRV_ADDR, str(PORT),
+            str(BYTES)]
+    srv = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    garbage = subprocess.Popen(["ip", "netns", "exec", ns.srv, "setpriv", "--reuid", "nobody", "--regid", "nogroup",
+                                "--clear-groups", "sleep", "60"])
+    bad_path = None
+    daemon = None
+    try:
+        first = srv.stdout.readline().strip()
+        rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
+        sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
+                        "import socket,sys; s=socket.create_connection((sys.argv[1], "
+                        "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
+                        rp.SRV_ADDR, str(PORT), str(BYTES), check_rc=False, timeout=30)
+        line = srv.stdout.readline().strip()
+        rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
+        if " fd=" not in line:
+            return
+        fd = int(line.split("fd=")[1])
+        s = dup_of(srv.pid, fd)
+        rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
+        if s is None:
+            return
+
+        # A table of garbage for a live process of the same user.
+        nobody = pwd.getpwnam("nobody")
+        bad_path = f"/dev/shm/sockbuf-floors.{garbage.pid}.{start_time(garbage.pid)}"
+        with open(bad_path, "wb") as f:
+            f.write(os.urandom(TABLE_SIZE))
+        os.chown(bad_path, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(bad_path, 0o600)
+
+        got = cut(s)
+        held = until(lambda: rcvbuf(s) >= FLOOR, 0.5)
+        rp.check(got == 2 * CUT and not held,
+                 f"control: cut to {got}, still {rcvbuf(s)} after 0.5 s without a daemon")
+
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 1)
+        t0 = time.monotonic()
+        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
+        rp.check(back, f"restore: back to {rcvbuf(s)} in {time.monotonic() - t0:.2f} s "
+                       f"of the daemon's start (want >= {FLOOR} within 2 s)")
+        restores = until(lambda: metric(daemon.metrics, "sockbuf_restores_total",
+                                        comm="python3", source="daemon"), 3)
+        guarded = metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3")
+        rp.check((restores or 0) >= 1 and (guarded or 0) >= 1,
+                 f"metrics: restores {restores}, guarded {guarded} for python3")
+        refused = metric(daemon.metrics, "sockbuf_tables_refused_total", reason="contents")
+        log = daemon.text()
+        rp.check((refused or 0) >= 1 and f"pid {garbage.pid} " in log and "skipped" in log,
+                 f"bad file: refused {refused}, said in the log")
+        rp.check(log.count(f"pid {garbage.pid} ") == 1, "bad file: said once")
+
+        got = cut(s)
+        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
+        rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rcvbuf(s)}")
+
+        rc = daemon.end(signal.SIGTERM)
+        rp.check(rc == 0 and "stopped" in daemon.text(), f"SIGTERM: exit {rc}")
+
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 2)
+        until(lambda: metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3"), 3)
+        got = cut(s)
+        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
+        rp.check(back, f"restart: floors found again, cut to {got}, back to {rcvbuf(s)}")
+
+        daemon.end(signal.SIGKILL)
+        daemon = None
+        got = cut(s)
+        rp.check(srv.poll() is None and got == 2 * CUT,
+                 f"SIGKILL: the server runs on (exit {srv.poll()}), its socket as left")
+        s.close()
+    finally:
+        if daemon:
+            daemon.end(signal.SIGTERM)
+        if bad_path and os.path.exists(bad_path):
+            os.unlink(bad_path)
+        garbage.kill()
+        garbage.wait()
+        rp.stop(srv, ask=lambda p: (p.stdin.write("\n"), p.stdin.flush()))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sockbuf", required=True)
+    ap.add_argument("--sockbufd", required=True)
+    args = ap.parse_args()
+    options_checks(args.sockbufd)
+    why = rp.root_missing()
+    if why:
+        return rp.skip(why)
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return rp.skip("no user nobody")
+
+    def run(ns):
+        with tempfile.TemporaryDirectory() as tmp:
+            body(ns, args, tmp)
+        return rp.verdict()
+
+    return rp.in_namespaces(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+#include "host.h"
+
+#include "floor_read.h"
+#include "force_rights.h"
+#include "read_file.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+
+namespace sockbuf::daemon
+{
+
+namespace
+{
+
+uint64_t monotonic_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
+uint64_t netns_of(const std::string &proc)
+{
+	struct stat st;
+	return stat((proc + "/ns/net").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
+// The process's name and its systemd unit (the last component of its
+// cgroup v2 path that ends in .service or .scope), for the metrics.
+service service_of(pid_t pid)
+{
+	service s;
+	const std::string proc = "/proc/" + std::to_string(pid);
+	if (fileio::read_file((proc + "/comm").c_str(), &s.comm) == 0)
+		while (!s.comm.empty() && s.comm.back() == '\n')
+			s.comm.pop_back();
+	std::string cg;
+	if (fileio::read_file((proc + "/cgroup").c_str(), &cg) == 0) {
+		const size_t at = cg.find("0::");
+		if (at != std::string::npos) {
+			std::string path = cg.substr(at + 3, cg.find('\n', at) - at - 3);
+			while (!path.empty()) {
+				const size_t slash = path.rfind('/');
+				const std::string last = path.substr(slash + 1);
+				if (last.size() > 8 &&
+				    (last.ends_with(".service") || last.ends_with(".scope"))) {
+					s.unit = last;
+					break;
+				}
+				if (slash == std::string::npos)
+					break;
+				path.resize(slash);
+			}
+		}
+	}
+	return s;
+}
+
+} // namespace
+
+host::host(const options &o, metrics &m)
+    : opt_(o), metrics_(m), guard_(true, 0), own_netns_(netns_of("/proc/self"))
+{
+	guard_.force_for([](pid_t pid) { return cli::run::program_may_force(pid) == 1; });
+}
+
+void host::scan_dir()
+{
+	DIR *d = opendir(registry::default_dir);
+	if (!d)
+		return;
+	std::set<pid_t> present;
+	const size_t plen = std::strlen(registry::file_prefix);
+	while (dirent *e = readdir(d)) {
+		if (std::strncmp(e->d_name, registry::file_prefix, plen) != 0)
+			continue;
+		unsigned long pid = 0;
+		unsigned long long start = 0;
+		int used = 0;
+		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
+		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
+			continue;
+		if (registry::process_start_time(int(pid)) != start)
+			continue; // stale: its process is gone (or another has its pid)
+		present.insert(pid_t(pid));
+		watched &w = procs_[pid_t(pid)];
+		if (w.start != start) {
+			w = watched{};
+			w.start = start;
+			w.svc = service_of(pid_t(pid));
+		}
+	}
+	closedir(d);
+	for (auto it = procs_.begin(); it != procs_.end();) {
+		if (present.count(it->first)) {
+			++it;
+			continue;
+		}
+		guard_.sync_published(it->first, {}); // forgets its sockets
+		it = procs_.erase(it);
+	}
+}
+
+void host::refuse(pid_t pid, watched &w, const char *reason, const std::string &why)
+{
+	metrics_.table_refused(reason);
+	guard_.sync_published(pid, {});
+	if (w.refused == why)
+		return;
+	w.refused = why;
+	fmt::print(stderr, "sockbufd: pid {} ({}): skipped: {}\n", pid, w.svc.comm, why);
+}
+
+void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
+{
+	const std::string proc = "/proc/" + std::to_string(pid);
+	const bool net_due = force_all_ || now_ms >= next_net_ms_;
+	if (w.read && !net_due) {
+		// The header alone, owner and layout checked as for a whole read.
+		struct stat st;
+		if (stat(proc.c_str(), &st) != 0)
+			return;
+		const std::string path = registry::file_path(registry::default_dir, pid, w.start);
+		struct stat owner;
+		uid_t uid = st.st_uid;
+		if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
+			uid = 0;
+		registry::header_info hi;
+		std::string why;
+		if (registry::read_header(path, pid, w.start, uid, &hi, &why) == 0 &&
+		    hi.changes == w.changes && hi.changes != 0)
+			return; // unchanged (0: a writer that never counts)
+		if (now_ms < w.last_read_ms + opt_.reread_ms)
+			return; // changed, read again soon
+	}
+	const uint64_t ns = netns_of(proc);
+	if (ns && own_netns_ && ns != own_netns_) {
+		refuse(pid, w, "netns",
+		       "in another network namespace (sockbufd serves its own: run one there)");
+		return;
+	}
+	registry::table t;
+	std::string why;
+	const int ret = registry::read_pid(pid, &t, &why);
+	w.read = true;
+	w.last_read_ms = now_ms;
+	if (ret == -ESRCH || ret == -ENOENT)
+		return; // gone: the next scan forgets it
+	if (ret < 0) {
+		refuse(pid, w, ret == -EPERM ? "owner" : (ret == -ESTALE ? "stale" : "contents"),
+		       why);
+		return;
+	}
+	metrics_.table_read();
+	w.changes = t.changes;
+	w.refused.clear();
+	std::map<uint32_t, struct sockbuf_floor> floors;
+	for (const registry::entry &e : t.entries)
+		if (e.inode <= UINT32_MAX && (e.snd > 0 || e.rcv > 0))
+			floors[uint32_t(e.inode)] = {e.snd, e.rcv};
+	guard_.sync_published(pid, floors);
+}
+
+void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
+		    const struct sockbuf_report &rep)
+{
+	auto it = procs_.find(s.pid);
+	const service svc = it == procs_.end() ? service{} : it->second.svc;
+	const int64_t before[2] = {snd, rcv};
+	const int floor[2] = {s.floor.snd, s.floor.rcv};
+	const struct sockbuf_dir_report *r[2] = {&rep.snd, &rep.rcv};
+	double dips = 0, raised = 0, short_of = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!floor[i] || before[i] < 0 || before[i] >= floor[i])
+			continue;
+		dips++;
+		if (r[i]->strategy != SOCKBUF_STRAT_HELD &&
+		    r[i]->strategy != SOCKBUF_STRAT_DEFAULT && r[i]->strategy != SOCKBUF_STRAT_NONE)
+			raised++;
+		if (r[i]->effective < floor[i])
+			short_of++;
+	}
+	metrics_.dips(svc, dips);
+	if (raised)
+		metrics_.restores(svc, "daemon", raised);
+	if (short_of)
+		metrics_.refusals(svc, "limit", short_of);
+	const uint64_t now = monotonic_ms();
+	uint64_t &last = last_line_[{s.pid, s.fd}];
+	if (now < last + 1000)
+		return;
+	last = now;
+	fmt::print(stderr, "sockbufd: pid {} ({}) fd {}: restored{}{}\n", s.pid, svc.comm, s.fd,
+		   cli::remote::restored_text(s, snd, rcv, rep),
+		   short_of ? " (short of the floor: the process's own limit)" : "");
+}
+
+void host::tick(uint64_t now_ms)
+{
+	const bool net_due = force_all_ || now_ms >= next_net_ms_;
+	if (dir_dirty_ || net_due) {
+		dir_dirty_ = false;
+		scan_dir();
+	}
+	for (auto &[pid, w] : procs_)
+		refresh(pid, w, now_ms);
+	if (net_due) {
+		next_net_ms_ = now_ms + opt_.net_ms;
+		force_all_ = false;
+	}
+	const uint64_t t0 = monotonic_ms();
+	const auto errors_before = guard_.stats().errors;
+	guard_.pass([this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
+			   const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); });
+	if (guard_.stats().errors > errors_before)
+		metrics_.refusals({}, "error", double(guard_.stats().errors - errors_before));
+	metrics_.pass(double(monotonic_ms() - t0) / 1000.0);
+	std::map<std::pair<std::string, std::string>, double> by_service;
+	for (const auto &[pid, n] : guard_.sockets_by_process()) {
+		auto it = procs_.find(pid);
+		if (it != procs_.end())
+			by_service[{it->second.svc.comm, it->second.svc.unit}] += double(n);
+	}
+	metrics_.guarded(by_service);
+	metrics_.processes(double(procs_.size()));
+}
+
+} // namespace sockbuf::daemon

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// What sockbufd watches: every floor table under /dev/shm whose process
+// is alive, read whole when its header's change count moved (at most
+// every --reread ms) and at least every --net-interval ms, and the
+// sockets those tables name kept at their floors through the remote guard
+// (tools/cli/remote_guard.h: pidfd_getfd(), the cookie checked right
+// before the write, no copy held).
+//
+// Nothing in a table is trusted: the file must be the process's (its
+// name, pid and start time; owned by its user, mode 0600, not a link),
+// every field is checked (tools/cli/floor_read.h, fuzzed), a bad file is
+// skipped, counted and said once, and the daemon goes on.  A process
+// names only sockets in its own descriptor table (found there by inode),
+// and a restore uses SO_*BUFFORCE only when the process could itself
+// (CAP_NET_ADMIN in the initial user namespace, force_rights.h).
+//
+// Sockets are read from this network namespace's inet_diag dump: a
+// process in another network namespace is skipped and counted
+// (reason "netns").
+#pragma once
+
+#include "metrics.h"
+#include "options.h"
+#include "remote_guard.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <sys/types.h>
+
+namespace sockbuf::daemon
+{
+
+class host
+{
+public:
+	host(const options &o, metrics &m);
+
+	// Reads the directory again (at the next tick): something was
+	// created or removed there.
+	void dir_changed() { dir_dirty_ = true; }
+	// Every table read whole at the next tick (SIGHUP).
+	void reread_all() { force_all_ = true; }
+
+	// Discovery and one pass.  @now_ms: CLOCK_MONOTONIC.
+	void tick(uint64_t now_ms);
+
+	size_t sockets() const { return guard_.size(); }
+	size_t processes() const { return procs_.size(); }
+
+private:
+	struct watched {
+		uint64_t start = 0;
+		bool read = false;	   // read whole at least once
+		uint32_t changes = 0;	   // the header's count at the last whole read
+		uint64_t last_read_ms = 0; // when
+		std::string refused;	   // the last reason it was skipped, said once
+		service svc;
+	};
+
+	void scan_dir();
+	void refresh(pid_t pid, watched &w, uint64_t now_ms);
+	void refuse(pid_t pid, watched &w, const char *reason, const std::string &why);
+	void restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
+		      const struct sockbuf_report &rep);
+
+	const options &opt_;
+	metrics &metrics_;
+	cli::remote::guard guard_;
+	std::map<pid_t, watched> procs_;
+	uint64_t own_netns_ = 0;
+	bool dir_dirty_ = true;
+	bool force_all_ = false;
+	uint64_t next_net_ms_ = 0;
+	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
+};
+
+} // namespace sockbuf::daemon

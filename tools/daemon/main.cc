@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// sockbufd: one host service that keeps the buffer floors every process
+// publishes (host.h).  It runs in the foreground, as systemd's Type=notify
+// expects (READY=1 once the first pass is done, STOPPING=1 at the end);
+// SIGTERM or SIGINT end it (exit 0), SIGHUP reads every table again.
+#include "host.h"
+#include "metrics.h"
+#include "options.h"
+
+#include <fmt/core.h>
+#ifdef SOCKBUF_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace
+{
+
+uint64_t monotonic_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
+void notify(const std::string &what)
+{
+#ifdef SOCKBUF_HAVE_SYSTEMD
+	sd_notify(0, what.c_str());
+#else
+	(void)what;
+#endif
+}
+
+// The signals that end or steer the daemon, read from a signalfd.
+int signal_fd()
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (int s : {SIGTERM, SIGINT, SIGHUP})
+		sigaddset(&set, s);
+	if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	using namespace sockbuf::daemon;
+	options opt;
+	const int parsed = parse_options(argc, argv, &opt);
+	if (parsed)
+		return parsed == 1 ? 0 : 2;
+	// A metrics reader gone away must not end the daemon.
+	std::signal(SIGPIPE, SIG_IGN);
+
+	metrics m;
+	std::string why;
+	if (!opt.metrics_listen.empty() && m.listen(opt.metrics_listen, &why) != 0) {
+		fmt::print(stderr, "sockbufd: --metrics-listen {}: {}\n", opt.metrics_listen, why);
+		return 1;
+	}
+	const int sfd = signal_fd();
+	if (sfd < 0) {
+		fmt::print(stderr, "sockbufd: signalfd: {}\n", std::strerror(errno));
+		return 1;
+	}
+	// New and removed tables wake discovery at once; changes inside a
+	// table are seen through its header's count at each pass.
+	const int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ifd >= 0 && inotify_add_watch(ifd, "/dev/shm",
+					  IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0)
+		fmt::print(stderr,
+			   "sockbufd: inotify on /dev/shm: {}; new tables are found "
+			   "within --net-interval\n",
+			   std::strerror(errno));
+
+	host h(opt, m);
+	h.tick(monotonic_ms());
+	if (!opt.metrics_file.empty())
+		m.write_file(opt.metrics_file);
+	notify(fmt::format("READY=1\nSTATUS=serving {} processes, {} sockets", h.processes(),
+			   h.sockets()));
+	fmt::print(stderr, "sockbufd: serving {} processes, {} sockets; a pass every {} ms\n",
+		   h.processes(), h.sockets(), opt.interval_ms);
+
+	uint64_t next_pass = monotonic_ms() + opt.interval_ms;
+	uint64_t next_file = monotonic_ms() + 1000;
+	int metrics_err = 0;
+	for (;;) {
+		const uint64_t now = monotonic_ms();
+		const int wait = next_pass > now ? int(next_pass - now) : 0;
+		struct pollfd fds[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
+		const int n = poll(fds, ifd >= 0 ? 2 : 1, wait);
+		if (n < 0 && errno != EINTR) {
+			fmt::print(stderr, "sockbufd: poll: {}\n", std::strerror(errno));
+			return 1;
+		}
+		if (n > 0 && (fds[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			bool stop = false;
+			while (read(sfd, &si, sizeof(si)) == ssize_t(sizeof(si))) {
+				if (si.ssi_signo == SIGHUP)
+					h.reread_all();
+				else
+					stop = true;
+			}
+			if (stop)
+				break;
+		}
+		if (n > 0 && ifd >= 0 && (fds[1].revents & POLLIN)) {
+			char buf[4096];
+			while (read(ifd, buf, sizeof(buf)) > 0)
+				;
+			h.dir_changed();
+		}
+		if (monotonic_ms() < next_pass)
+			continue;
+		h.tick(monotonic_ms());
+		next_pass = monotonic_ms() + opt.interval_ms;
+		if (!opt.metrics_file.empty() && monotonic_ms() >= next_file) {
+			next_file = monotonic_ms() + 1000;
+			const int err = m.write_file(opt.metrics_file);
+			if (err && err != metrics_err)
+				fmt::print(stderr, "sockbufd: {}: {}\n", opt.metrics_file,
+					   std::strerror(-err));
+			metrics_err = err;
+			notify(fmt::format("STATUS=serving {} processes, {} sockets", h.processes(),
+					   h.sockets()));
+		}
+	}
+	notify("STOPPING=1");
+	if (!opt.metrics_file.empty())
+		m.write_file(opt.metrics_file);
+	fmt::print(stderr, "sockbufd: stopped\n");
+	return 0;
+}

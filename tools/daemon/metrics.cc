@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include "metrics.h"
+
+#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace sockbuf::daemon
+{
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+
+metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
+{
+	dips_ = &BuildCounter()
+		     .Name("sockbuf_dips_total")
+		     .Help("Buffer directions found below their floor")
+		     .Register(*registry_);
+	restores_ = &BuildCounter()
+			 .Name("sockbuf_restores_total")
+			 .Help("Buffer directions raised back to their floor, by the "
+			       "daemon (source=\"daemon\")")
+			 .Register(*registry_);
+	refusals_ = &BuildCounter()
+			 .Name("sockbuf_refusals_total")
+			 .Help("Restores left short of the floor because the owning "
+			       "process could not set more itself (reason=\"limit\": "
+			       "net.core.[rw]mem_max without CAP_NET_ADMIN), or that failed "
+			       "(reason=\"error\")")
+			 .Register(*registry_);
+	refused_ = &BuildCounter()
+			.Name("sockbuf_tables_refused_total")
+			.Help("Floor tables skipped: not the process's file, bad contents, "
+			      "another network namespace")
+			.Register(*registry_);
+	guarded_ = &BuildGauge()
+			.Name("sockbuf_guarded_sockets")
+			.Help("Sockets whose floors the daemon keeps")
+			.Register(*registry_);
+	tables_read_ = &BuildCounter()
+			    .Name("sockbuf_tables_read_total")
+			    .Help("Floor tables read whole")
+			    .Register(*registry_)
+			    .Add({});
+	auto &passes = BuildCounter()
+			   .Name("sockbuf_passes_total")
+			   .Help("Passes over the guarded sockets")
+			   .Register(*registry_);
+	passes_ = &passes.Add({});
+	pass_seconds_ = &BuildCounter()
+			     .Name("sockbuf_pass_seconds_total")
+			     .Help("Wall time spent in passes")
+			     .Register(*registry_)
+			     .Add({});
+	processes_ = &BuildGauge()
+			  .Name("sockbuf_processes")
+			  .Help("Processes whose floor tables the daemon serves")
+			  .Register(*registry_)
+			  .Add({});
+}
+
+metrics::~metrics() = default;
+
+int metrics::listen(const std::string &addr, std::string *why)
+{
+	try {
+		exposer_ = std::make_unique<prometheus::Exposer>(addr, 1);
+		exposer_->RegisterCollectable(registry_);
+	} catch (const std::exception &e) {
+		*why = e.what();
+		return -1;
+	}
+	return 0;
+}
+
+int metrics::write_file(const std::string &path) const
+{
+	const std::string text = prometheus::TextSerializer().Serialize(registry_->Collect());
+	const std::string tmp = path + ".tmp";
+	int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	size_t done = 0;
+	while (done < text.size()) {
+		const ssize_t n = write(fd, text.data() + done, text.size() - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			const int err = n < 0 ? errno : EIO;
+			close(fd);
+			unlink(tmp.c_str());
+			return -err;
+		}
+		done += size_t(n);
+	}
+	if (close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+		const int err = errno;
+		unlink(tmp.c_str());
+		return -err;
+	}
+	return 0;
+}
+
+void metrics::dips(const service &s, double n)
+{
+	dips_->Add({{"comm", s.comm}, {"unit", s.unit}}).Increment(n);
+}
+
+void metrics::restores(const service &s, const char *source, double n)
+{
+	restores_->Add({{"comm", s.comm}, {"unit", s.unit}, {"source", source}}).Increment(n);
+}
+
+void metrics::refusals(const service &s, const char *reason, double n)
+{
+	refusals_->Add({{"comm", s.comm}, {"unit", s.unit}, {"reason", reason}}).Increment(n);
+}
+
+void metrics::guarded(const std::map<std::pair<std::string, std::string>, double> &by_service)
+{
+	for (auto &[key, g] : guarded_seen_)
+		if (!by_service.count(key))
+			g->Set(0);
+	for (const auto &[key, n] : by_service) {
+		auto it = guarded_seen_.find(key);
+		if (it == guarded_seen_.end())
+			it = guarded_seen_
+				 .emplace(key, &guarded_->Add(
+						   {{"comm", key.first}, {"unit", key.second}}))
+				 .first;
+		it->second->Set(n);
+	}
+}
+
+void metrics::processes(double n)
+{
+	processes_->Set(n);
+}
+
+void metrics::table_refused(const char *reason)
+{
+	refused_->Add({{"reason", reason}}).Increment();
+}
+
+void metrics::pass(double seconds)
+{
+	passes_->Increment();
+	pass_seconds_->Increment(seconds);
+}
+
+} // namespace sockbuf::daemon

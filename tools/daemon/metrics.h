@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// sockbufd's metrics, through prometheus-cpp: per service (the process's
+// name and, where systemd runs it, its unit) the sockets guarded, the
+// directions found below their floor, the restores, the refusals; per
+// host the tables read and refused.  Served on a loopback address and/or
+// written as a node_exporter textfile (a temporary file renamed over the
+// old one: a scrape never sees half of it).
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace prometheus
+{
+class Exposer;
+}
+
+namespace sockbuf::daemon
+{
+
+struct service {
+	std::string comm; // /proc/PID/comm
+	std::string unit; // the systemd unit from /proc/PID/cgroup, or ""
+};
+
+class metrics
+{
+public:
+	metrics();
+	~metrics();
+	metrics(const metrics &) = delete;
+	metrics &operator=(const metrics &) = delete;
+
+	// Serves /metrics on @addr ("ADDR:PORT").  0 or -1 with @why.
+	int listen(const std::string &addr, std::string *why);
+	// Writes the textfile at @path.  0 or -errno.
+	int write_file(const std::string &path) const;
+
+	void dips(const service &s, double n);
+	void restores(const service &s, const char *source, double n);
+	void refusals(const service &s, const char *reason, double n);
+	// Sockets guarded per service, as counted in the last pass (services
+	// not given are set to 0).
+	void guarded(const std::map<std::pair<std::string, std::string>, double> &by_service);
+	void processes(double n);
+	void table_read() { tables_read_->Increment(); }
+	void table_refused(const char *reason);
+	void pass(double seconds);
+
+private:
+	std::shared_ptr<prometheus::Registry> registry_;
+	std::unique_ptr<prometheus::Exposer> exposer_;
+	prometheus::Family<prometheus::Counter> *dips_, *restores_, *refusals_, *refused_;
+	prometheus::Family<prometheus::Gauge> *guarded_;
+	prometheus::Counter *tables_read_, *passes_, *pass_seconds_;
+	prometheus::Gauge *processes_;
+	std::map<std::pair<std::string, std::string>, prometheus::Gauge *> guarded_seen_;
+};
+
+} // namespace sockbuf::daemon

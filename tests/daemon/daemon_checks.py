@@ -16,6 +16,8 @@ listener's, published by the shim).
             process's name.
   bad file  a table of garbage for a live process of the same user is
             skipped, said once and counted; the daemon goes on serving.
+  show      `sockbuf show --json` says served_by "none" before the daemon,
+            "daemon" while it runs, "none" after it ends or is killed.
   stop      SIGTERM: exit 0.  restart: floors found again, the next cut
             restored.  SIGKILL: the server goes on unharmed.
 
@@ -41,6 +43,7 @@ BYTES = 1 << 20
 FLOOR = 131072
 CUT = 4096  # stored as 8192
 TABLE_SIZE = 64 + 8192 * 32
+PRESENCE = "/run/sockbufd/serving"
 # The system's Python for the server run as nobody (a Python under
 # /root would not be reachable by that user).
 SERVER_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -94,6 +97,12 @@ def metric(path, name, **labels):
     return total
 
 
+def served_by(sockbuf, pid, fd):
+    """`sockbuf show --json`'s served_by for @fd of @pid, or None."""
+    j = rp.show(sockbuf, pid) or {}
+    return next((x.get("served_by") for x in j.get("sockets", []) if x["fd"] == fd), None)
+
+
 def start_time(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[19])
@@ -142,6 +151,7 @@ def body(ns, args, tmp):
                                 "--clear-groups", "sleep", "60"])
     bad_path = None
     daemon = None
+    killed = None
     try:
         first = srv.stdout.readline().strip()
         rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
@@ -167,6 +177,8 @@ def body(ns, args, tmp):
         os.chown(bad_path, nobody.pw_uid, nobody.pw_gid)
         os.chmod(bad_path, 0o600)
 
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(who == "none", f"show before the daemon: served_by {who!r}")
         got = cut(s)
         held = until(lambda: rcvbuf(s) >= FLOOR, 0.5)
         rp.check(got == 2 * CUT and not held,
@@ -182,6 +194,8 @@ def body(ns, args, tmp):
         guarded = metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3")
         rp.check((restores or 0) >= 1 and (guarded or 0) >= 1,
                  f"metrics: restores {restores}, guarded {guarded} for python3")
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(who == "daemon", f"show with the daemon: served_by {who!r}")
         refused = metric(daemon.metrics, "sockbuf_tables_refused_total", reason="contents")
         log = daemon.text()
         rp.check((refused or 0) >= 1 and f"pid {garbage.pid} " in log and "skipped" in log,
@@ -193,7 +207,9 @@ def body(ns, args, tmp):
         rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rcvbuf(s)}")
 
         rc = daemon.end(signal.SIGTERM)
-        rp.check(rc == 0 and "stopped" in daemon.text(), f"SIGTERM: exit {rc}")
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(rc == 0 and "stopped" in daemon.text() and who == "none",
+                 f"SIGTERM: exit {rc}, served_by {who!r}")
 
         daemon = Daemon(ns.srv, args.sockbufd, tmp, 2)
         until(lambda: metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3"), 3)
@@ -201,8 +217,11 @@ def body(ns, args, tmp):
         back = until(lambda: rcvbuf(s) >= FLOOR, 2)
         rp.check(back, f"restart: floors found again, cut to {got}, back to {rcvbuf(s)}")
 
+        killed = daemon.proc.pid
         daemon.end(signal.SIGKILL)
         daemon = None
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(who == "none", f"SIGKILL: served_by {who!r} (its file names a dead process)")
         got = cut(s)
         rp.check(srv.poll() is None and got == 2 * CUT,
                  f"SIGKILL: the server runs on (exit {srv.poll()}), its socket as left")
@@ -210,6 +229,13 @@ def body(ns, args, tmp):
     finally:
         if daemon:
             daemon.end(signal.SIGTERM)
+        # The killed daemon's presence file (a dead pid: readers ignore it).
+        try:
+            with open(PRESENCE) as f:
+                if f.read().split()[0] == str(killed):
+                    os.unlink(PRESENCE)
+        except (OSError, IndexError):
+            pass
         if bad_path and os.path.exists(bad_path):
             os.unlink(bad_path)
         garbage.kill()

@@ -11,6 +11,7 @@
 #include "show_watch.h"
 #include "text_wrap.h"
 
+#include "daemon_presence.h"
 #include "floor_read.h"
 
 #include <fmt/core.h>
@@ -18,7 +19,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <netinet/tcp.h>
+#include <string_view>
 
 namespace sockbuf::cli
 {
@@ -75,6 +78,22 @@ nlohmann::ordered_json lock_json(const shown_socket &s)
 	return {{"snd", (s.lock & 1) != 0}, {"rcv", (s.lock & 2) != 0}};
 }
 
+// Who keeps the socket's floor now: the process's own guard, sockbufd
+// (which serves every floor published in its network namespace), or
+// nobody (a floor published with neither, or no floor).
+const char *served_by(const shown_socket &s)
+{
+	if (s.floor_snd <= 0 && s.floor_rcv <= 0)
+		return "none";
+	if (s.floor_by & registry::by_guard)
+		return "guard";
+	static std::map<int, bool> daemon_for;
+	auto it = daemon_for.find(s.pid);
+	if (it == daemon_for.end())
+		it = daemon_for.emplace(s.pid, presence::serves(s.pid)).first;
+	return it->second ? "daemon" : "none";
+}
+
 nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits &limits)
 {
 	const auto &si = s.info;
@@ -113,6 +132,7 @@ nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits
 		j["below_floor"] = {{"snd", show::floor_depth(s, SOCKBUF_SND)},
 				    {"rcv", show::floor_depth(s, SOCKBUF_RCV)}};
 	}
+	j["served_by"] = served_by(s);
 	j["problem"] = d.problem;
 	j["diagnosis"] = d.lines;
 	return j;
@@ -178,8 +198,10 @@ void print_text(const collection &c)
 			fmt::print("  rtt {:.3f} ms  wscale snd {} rcv {}\n", si.rtt_us / 1000.0,
 				   si.snd_wscale, si.rcv_wscale);
 		if (s.floor_snd > 0 || s.floor_rcv > 0)
-			fmt::print("  floor snd {} rcv {} (by the {})\n", s.floor_snd, s.floor_rcv,
-				   show::floor_by_text(s.floor_by));
+			fmt::print("  floor snd {} rcv {} (by the {}{})\n", s.floor_snd,
+				   s.floor_rcv, show::floor_by_text(s.floor_by),
+				   std::string_view(served_by(s)) == "daemon" ? "; kept by sockbufd"
+									      : "");
 		for (int dir : {SOCKBUF_SND, SOCKBUF_RCV})
 			if (int depth = show::floor_depth(s, dir))
 				fmt::print("  BELOW FLOOR: {} by {}\n",

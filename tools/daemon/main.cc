@@ -3,6 +3,7 @@
 // publishes (host.h).  It runs in the foreground, as systemd's Type=notify
 // expects (READY=1 once the first pass is done, STOPPING=1 at the end);
 // SIGTERM or SIGINT end it (exit 0), SIGHUP reads every table again.
+#include "daemon_presence.h"
 #include "host.h"
 #include "metrics.h"
 #include "options.h"
@@ -87,6 +88,10 @@ int main(int argc, char **argv)
 
 	host h(opt, m);
 	h.tick(monotonic_ms());
+	// `sockbuf show` tells the sockets this daemon serves by this file.
+	if (int err = sockbuf::cli::presence::announce())
+		fmt::print(stderr, "sockbufd: {}: {}; `sockbuf show` will not name the daemon\n",
+			   sockbuf::cli::presence::file, std::strerror(-err));
 	if (!opt.metrics_file.empty())
 		m.write_file(opt.metrics_file);
 	notify(fmt::format("READY=1\nSTATUS=serving {} processes, {} sockets", h.processes(),
@@ -140,6 +145,7 @@ int main(int argc, char **argv)
 		}
 	}
 	notify("STOPPING=1");
+	sockbuf::cli::presence::withdraw();
 	if (!opt.metrics_file.empty())
 		m.write_file(opt.metrics_file);
 	fmt::print(stderr, "sockbufd: stopped\n");

@@ -15,8 +15,12 @@ export LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
 	-DSOCKBUF_PACKAGE_DEB=ON -DSOCKBUF_BUILD_BENCH=OFF -DSOCKBUF_BUILD_EXAMPLES=OFF \
 	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" --target sockbuf sockbuf_static sockbuf_cli \
-	sockbuf_contract sockbuf_shim
+targets=(sockbuf sockbuf_static sockbuf_cli sockbuf_contract sockbuf_shim)
+# The host daemon where its libraries are present (tools/daemon).
+if grep -q '^SOCKBUF_HAVE_DAEMON:INTERNAL=ON' "$build/CMakeCache.txt"; then
+	targets+=(sockbufd)
+fi
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 mkdir -p "$out"
 (cd "$build" && cpack -G DEB -B "$out" >/dev/null)
 rm -rf "$out/_CPack_Packages"

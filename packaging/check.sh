@@ -106,6 +106,13 @@ sockbuf-contract --list >/dev/null
 dpkg -L sockbuf-tools | grep -q "/sockbuf/libsockbuf-shim.so$" ||
 	{ echo "sockbuf-tools does not ship libsockbuf-shim.so"; exit 1; }
 sockbuf run --policy initial -- /bin/true
+if dpkg -L sockbuf-tools | grep -q "/sbin/sockbufd$"; then
+	sockbufd --version >/dev/null
+	dpkg -L sockbuf-tools | grep -q "/systemd/system/sockbufd.service$" ||
+		{ echo "sockbuf-tools ships sockbufd without its unit"; exit 1; }
+	grep -q "^ExecStart=/usr/sbin/sockbufd " /lib/systemd/system/sockbufd.service ||
+		{ echo "the unit does not start /usr/sbin/sockbufd"; exit 1; }
+fi
 test -f /usr/share/man/man3/sockbuf_set_initial_bufsize.3.gz ||
 	{ echo "man page sockbuf_set_initial_bufsize(3) not installed"; exit 1; }
 echo "tools run from /usr/bin"'

@@ -27,7 +27,7 @@ constexpr const char *usage_text =
     "  --metrics-file PATH        write Prometheus text format there every second\n"
     "                             (node_exporter textfile; written atomically)\n"
     "  --metrics-listen ADDR:PORT serve /metrics there (e.g. 127.0.0.1:9611)\n"
-    "  --interval MS              a pass over the guarded sockets (default 10)\n"
+    "  --interval MS              a pass over the guarded sockets (default 100)\n"
     "  --net-interval MS          every floor table read whole at least this\n"
     "                             often (default 60000)\n"
     "  --reread MS                a table that changed read again at most this\n"

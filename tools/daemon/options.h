@@ -10,7 +10,7 @@ namespace sockbuf::daemon
 struct options {
 	std::string metrics_file;   // node_exporter textfile, written atomically
 	std::string metrics_listen; // ADDR:PORT of the Prometheus endpoint
-	unsigned interval_ms = 10;  // a pass over the guarded sockets
+	unsigned interval_ms = 100; // a pass over the guarded sockets
 	unsigned net_ms = 60000;    // every table read whole, whatever its header says
 	unsigned reread_ms = 100;   // a table read again at most this often
 };

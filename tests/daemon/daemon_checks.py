@@ -16,6 +16,8 @@ listener's, published by the shim).
             process's name.
   bad file  a table of garbage for a live process of the same user is
             skipped, said once and counted; the daemon goes on serving.
+  netns     a process of another network namespace that publishes a
+            floor is skipped, said and counted (reason "netns").
   show      `sockbuf show --json` says served_by "none" before the daemon,
             "daemon" while it runs, "none" after it ends or is killed.
   stop      SIGTERM: exit 0.  restart: floors found again, the next cut
@@ -149,12 +151,20 @@ def body(ns, args, tmp):
                            stdout=subprocess.PIPE, text=True)
     garbage = subprocess.Popen(["ip", "netns", "exec", ns.srv, "setpriv", "--reuid", "nobody", "--regid", "nogroup",
                                 "--clear-groups", "sleep", "60"])
+    # A process of another network namespace publishing a floor.
+    elsewhere = subprocess.Popen(
+        ["ip", "netns", "exec", ns.cli, args.sockbuf, "run", "-q", "--via", "preload",
+         "--policy", "initial", "--", SERVER_PYTHON, "-c",
+         "import socket,sys; s=socket.socket(); "
+         "s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536); print('sized', flush=True); "
+         "sys.stdin.readline()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     bad_path = None
     daemon = None
     killed = None
     try:
         first = srv.stdout.readline().strip()
         rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
+        sized = elsewhere.stdout.readline().strip()
         sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
                         "import socket,sys; s=socket.create_connection((sys.argv[1], "
                         "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
@@ -201,6 +211,10 @@ def body(ns, args, tmp):
         rp.check((refused or 0) >= 1 and f"pid {garbage.pid} " in log and "skipped" in log,
                  f"bad file: refused {refused}, said in the log")
         rp.check(log.count(f"pid {garbage.pid} ") == 1, "bad file: said once")
+        netns = metric(daemon.metrics, "sockbuf_tables_refused_total", reason="netns")
+        rp.check(sized == "sized" and (netns or 0) >= 1 and
+                 f"pid {elsewhere.pid} " in log and "another network namespace" in log,
+                 f"another namespace: refused {netns} (reason netns), said in the log")
 
         got = cut(s)
         back = until(lambda: rcvbuf(s) >= FLOOR, 2)
@@ -240,6 +254,7 @@ def body(ns, args, tmp):
             os.unlink(bad_path)
         garbage.kill()
         garbage.wait()
+        rp.stop(elsewhere, ask=lambda p: (p.stdin.write("\n"), p.stdin.flush()))
         rp.stop(srv, ask=lambda p: (p.stdin.write("\n"), p.stdin.flush()))
 
 

@@ -219,6 +219,14 @@ def body(ns, args, tmp):
         got = cut(s)
         back = until(lambda: rcvbuf(s) >= FLOOR, 2)
         rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rcvbuf(s)}")
+        # Each refused table is counted once, however many passes see it
+        # (the file is written every second: wait for a newer one).
+        before = os.stat(daemon.metrics).st_mtime_ns
+        until(lambda: os.stat(daemon.metrics).st_mtime_ns != before, 3)
+        again = {r: metric(daemon.metrics, "sockbuf_tables_refused_total", reason=r)
+                 for r in ("contents", "netns")}
+        rp.check(again == {"contents": 1.0, "netns": 1.0},
+                 f"refusals counted once per table: {again}")
 
         rc = daemon.end(signal.SIGTERM)
         who = served_by(args.sockbuf, srv.pid, fd)

@@ -110,11 +110,11 @@ void host::scan_dir()
 
 void host::refuse(pid_t pid, watched &w, const char *reason, const std::string &why)
 {
-	metrics_.table_refused(reason);
 	guard_.sync_published(pid, {});
 	if (w.refused == why)
-		return;
+		return; // counted and said when it first failed so
 	w.refused = why;
+	metrics_.table_refused(reason);
 	fmt::print(stderr, "sockbufd: pid {} ({}): skipped: {}\n", pid, w.svc.comm, why);
 }
 
@@ -142,6 +142,8 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 	}
 	const uint64_t ns = netns_of(proc);
 	if (ns && own_netns_ && ns != own_netns_) {
+		w.read = true; // looked at again when its table moves
+		w.last_read_ms = now_ms;
 		refuse(pid, w, "netns",
 		       "in another network namespace (sockbufd serves its own: run one there)");
 		return;

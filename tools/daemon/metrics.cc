@@ -35,8 +35,8 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 			 .Register(*registry_);
 	refused_ = &BuildCounter()
 			.Name("sockbuf_tables_refused_total")
-			.Help("Floor tables skipped: not the process's file, bad contents, "
-			      "another network namespace")
+			.Help("Floor tables skipped, each once per reason: not the process's "
+			      "file, bad contents, another network namespace")
 			.Register(*registry_);
 	guarded_ = &BuildGauge()
 			.Name("sockbuf_guarded_sockets")

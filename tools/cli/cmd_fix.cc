@@ -28,7 +28,6 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 namespace sockbuf::cli
@@ -179,13 +178,6 @@ void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry, 
 
 constexpr int guard_interval_ms = 10;
 
-uint64_t now_ms()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
-}
-
 // Adds every socket taken to @g with @floor in both directions.
 int guard_add_all(remote::guard *g, int pid, int pidfd, const show::collection &c, int floor)
 {
@@ -223,10 +215,10 @@ int guard_loop(remote::guard *g, int pid, int pidfd)
 	std::fflush(stdout);
 	std::map<int, uint64_t> last_line; // fd -> ms of its last restore line
 	std::string why = "the process exited";
-	uint64_t next = now_ms() + guard_interval_ms;
+	uint64_t next = remote::monotonic_ms() + guard_interval_ms;
 	for (;;) {
 		struct pollfd p[2] = {{pidfd, POLLIN, 0}, {sfd, POLLIN, 0}};
-		const uint64_t now = now_ms();
+		const uint64_t now = remote::monotonic_ms();
 		const int wait = next > now ? int(next - now) : 0;
 		const int n = poll(p, sfd >= 0 ? 2 : 1, wait);
 		if (n < 0 && errno != EINTR) {
@@ -241,12 +233,12 @@ int guard_loop(remote::guard *g, int pid, int pidfd)
 				why = si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
 			break;
 		}
-		if (now_ms() < next)
+		if (remote::monotonic_ms() < next)
 			continue;
-		next = now_ms() + guard_interval_ms;
+		next = remote::monotonic_ms() + guard_interval_ms;
 		g->pass([&last_line](const remote::socket_ref &s, int64_t snd, int64_t rcv,
 				     const struct sockbuf_report &rep) {
-			const uint64_t t = now_ms();
+			const uint64_t t = remote::monotonic_ms();
 			uint64_t &last = last_line[s.fd];
 			if (last && t < last + 1000)
 				return;

@@ -15,16 +15,11 @@
 namespace sockbuf::cli::presence
 {
 
-namespace
-{
-
 uint64_t netns_of(const std::string &proc)
 {
 	struct stat st;
 	return stat((proc + "/ns/net").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
 }
-
-} // namespace
 
 int announce()
 {

@@ -4,6 +4,7 @@
 // `sockbuf show` reads it for each socket's served_by.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <sys/types.h>
 
@@ -20,6 +21,10 @@ int announce();
 // Removed at a clean exit (a killed daemon's file names a dead process,
 // or one started later: readers check the start time).
 void withdraw();
+
+// The inode of the network namespace of the process whose /proc
+// directory is @proc ("/proc/self", "/proc/PID"), or 0.
+uint64_t netns_of(const std::string &proc);
 
 // Whether a live sockbufd serves the network namespace process @pid is
 // in (the daemon serves the sockets of its own namespace only).

@@ -96,6 +96,22 @@ int open_table(const std::string &path, uid_t uid, std::string *why)
 	return fd;
 }
 
+// The user @pid's table at @path must belong to: the process's, or root
+// (a worker forked by a root master publishes its inherited floors at
+// fork(), the shim's fork seed, before it changes user; only root can have
+// made a root-owned file).  0, or -ESRCH when the process is gone.
+int table_user(int pid, const std::string &path, uid_t *uid)
+{
+	struct stat proc;
+	if (stat(("/proc/" + std::to_string(pid)).c_str(), &proc) != 0)
+		return -ESRCH;
+	*uid = proc.st_uid;
+	struct stat owner;
+	if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
+		*uid = 0;
+	return 0;
+}
+
 } // namespace
 
 int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, table *out,
@@ -112,9 +128,12 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 	return parse_images(a.data(), b.data(), pid, start_time, path, out, why);
 }
 
-int read_header(const std::string &path, int pid, uint64_t start_time, uid_t uid, header_info *out,
-		std::string *why)
+int read_header(int pid, uint64_t start_time, header_info *out, std::string *why)
 {
+	const std::string path = file_path(default_dir, pid, start_time);
+	uid_t uid = 0;
+	if (table_user(pid, path, &uid) != 0)
+		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
 	int fd = open_table(path, uid, why);
 	if (fd < 0)
 		return fd;
@@ -128,19 +147,11 @@ int read_header(const std::string &path, int pid, uint64_t start_time, uid_t uid
 
 int read_pid(int pid, table *out, std::string *why)
 {
-	uint64_t start = process_start_time(pid);
-	struct stat proc;
-	std::string proc_dir = "/proc/" + std::to_string(pid);
-	if (start == 0 || stat(proc_dir.c_str(), &proc) != 0)
+	const uint64_t start = process_start_time(pid);
+	const std::string path = file_path(default_dir, pid, start);
+	uid_t uid = 0;
+	if (start == 0 || table_user(pid, path, &uid) != 0)
 		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
-	std::string path = file_path(default_dir, pid, start);
-	// The process's user, or root: a worker forked by a root master
-	// publishes its inherited floors at fork() (the shim's fork seed),
-	// before it changes user; only root can have made a root-owned file.
-	struct stat owner;
-	uid_t uid = proc.st_uid;
-	if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
-		uid = 0;
 	int ret = read_file(path, pid, start, uid, out, why);
 	if (ret < 0)
 		return ret;
@@ -154,23 +165,34 @@ int read_pid(int pid, table *out, std::string *why)
 	return 0;
 }
 
+bool parse_file_name(const char *name, int *pid, uint64_t *start_time)
+{
+	const size_t plen = std::strlen(file_prefix);
+	if (std::strncmp(name, file_prefix, plen) != 0)
+		return false;
+	unsigned long p = 0;
+	unsigned long long start = 0;
+	int used = 0;
+	if (std::sscanf(name + plen, "%lu.%llu%n", &p, &start, &used) != 2 ||
+	    name[plen + size_t(used)] != '\0' || p == 0 || p > 0x7fffffff)
+		return false;
+	*pid = int(p);
+	*start_time = start;
+	return true;
+}
+
 int clean_stale(const std::string &dir)
 {
 	DIR *d = opendir(dir.c_str());
 	if (!d)
 		return 0;
-	const size_t plen = std::strlen(file_prefix);
 	int removed = 0;
 	while (dirent *e = readdir(d)) {
-		if (std::strncmp(e->d_name, file_prefix, plen) != 0)
+		int pid = 0;
+		uint64_t start = 0;
+		if (!parse_file_name(e->d_name, &pid, &start))
 			continue;
-		unsigned long pid = 0;
-		unsigned long long start = 0;
-		int used = 0;
-		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
-		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
-			continue;
-		if (process_start_time(int(pid)) == start)
+		if (process_start_time(pid) == start)
 			continue; // alive
 		std::string path = dir + "/" + e->d_name;
 		struct stat st;

@@ -52,11 +52,16 @@ int read_file(const std::string &path, int pid, uint64_t start_time, uid_t uid, 
 int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
 		 const std::string &what, table *out, std::string *why);
 
-// The header of @pid's table at @path alone, with read_file()'s checks
-// of the file and of the header: what a reader watching many tables
-// compares (header_info::changes) before reading one again.  0 or -errno.
-int read_header(const std::string &path, int pid, uint64_t start_time, uid_t uid, header_info *out,
-		std::string *why);
+// The header alone of the table of process @pid started at @start_time,
+// with read_pid()'s rule for the file's owner and read_file()'s checks of
+// the file and of the header: what a reader watching many tables compares
+// (header_info::changes) before reading one again.  0 or -errno (-ESRCH:
+// the process is gone).
+int read_header(int pid, uint64_t start_time, header_info *out, std::string *why);
+
+// The pid and start time a table's file name @name carries
+// ("sockbuf-floors.PID.START"); false for any other name.
+bool parse_file_name(const char *name, int *pid, uint64_t *start_time);
 
 // parse_images()'s checks of the header at @bytes (sizeof(file_header)
 // of them).  No system call.

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <time.h>
 #include <vector>
 
 namespace sockbuf::cli::remote
@@ -182,6 +183,14 @@ private:
 
 // What a restore raised, for the lines the callers print: " snd A -> B"
 // and/or " rcv A -> B" for each direction that read below its floor.
+// CLOCK_MONOTONIC in milliseconds: the clock its callers time passes by.
+inline uint64_t monotonic_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+}
+
 std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,
 			  const struct sockbuf_report &rep);
 

@@ -35,7 +35,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -288,13 +287,6 @@ uint16_t local_port(int fd)
 	return 0;
 }
 
-uint64_t now_ms()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
-}
-
 class supervisor
 {
 public:
@@ -342,7 +334,7 @@ public:
 	{
 		if (guard_.size() == 0)
 			return -1;
-		const uint64_t now = now_ms();
+		const uint64_t now = remote::monotonic_ms();
 		return next_pass_ <= now ? 0 : int(next_pass_ - now);
 	}
 
@@ -350,7 +342,7 @@ public:
 	// without it only closed sockets leave the published table.
 	void tick()
 	{
-		const uint64_t now = now_ms();
+		const uint64_t now = remote::monotonic_ms();
 		if (guard_.size() == 0 || now < next_pass_)
 			return;
 		next_pass_ = now + interval_ms_;
@@ -620,7 +612,7 @@ private:
 		struct sockbuf_floor fl = {0, 0};
 		if (sret >= 0 && sockbuf_report_floor(&rep, &fl) == 0 && (fl.snd || fl.rcv)) {
 			if (guard_.size() == 0)
-				next_pass_ = now_ms() + interval_ms_;
+				next_pass_ = remote::monotonic_ms() + interval_ms_;
 			int gret = guard_.add(pid, fd, sock, fl);
 			if (gret < 0 && log_.on())
 				log_.line(fmt::format("pid {} fd {}: floor not published or "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "host.h"
 
+#include "daemon_presence.h"
 #include "floor_read.h"
 #include "force_rights.h"
 #include "read_file.h"
@@ -8,29 +9,13 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <cstring>
 #include <dirent.h>
-#include <sys/stat.h>
-#include <time.h>
 
 namespace sockbuf::daemon
 {
 
 namespace
 {
-
-uint64_t monotonic_ms()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
-
-uint64_t netns_of(const std::string &proc)
-{
-	struct stat st;
-	return stat((proc + "/ns/net").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
-}
 
 // The process's name and its systemd unit (the last component of its
 // cgroup v2 path that ends in .service or .scope), for the metrics.
@@ -66,7 +51,7 @@ service service_of(pid_t pid)
 } // namespace
 
 host::host(const options &o, metrics &m)
-    : opt_(o), metrics_(m), guard_(true, 0), own_netns_(netns_of("/proc/self"))
+    : opt_(o), metrics_(m), guard_(true, 0), own_netns_(cli::presence::netns_of("/proc/self"))
 {
 	guard_.force_for([](pid_t pid) { return cli::run::program_may_force(pid) == 1; });
 }
@@ -77,17 +62,12 @@ void host::scan_dir()
 	if (!d)
 		return;
 	std::set<pid_t> present;
-	const size_t plen = std::strlen(registry::file_prefix);
 	while (dirent *e = readdir(d)) {
-		if (std::strncmp(e->d_name, registry::file_prefix, plen) != 0)
+		int pid = 0;
+		uint64_t start = 0;
+		if (!registry::parse_file_name(e->d_name, &pid, &start))
 			continue;
-		unsigned long pid = 0;
-		unsigned long long start = 0;
-		int used = 0;
-		if (std::sscanf(e->d_name + plen, "%lu.%llu%n", &pid, &start, &used) != 2 ||
-		    e->d_name[plen + size_t(used)] != '\0' || pid == 0 || pid > 0x7fffffff)
-			continue;
-		if (registry::process_start_time(int(pid)) != start)
+		if (registry::process_start_time(pid) != start)
 			continue; // stale: its process is gone (or another has its pid)
 		present.insert(pid_t(pid));
 		watched &w = procs_[pid_t(pid)];
@@ -124,23 +104,17 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 	const bool net_due = force_all_ || now_ms >= next_net_ms_;
 	if (w.read && !net_due) {
 		// The header alone, owner and layout checked as for a whole read.
-		struct stat st;
-		if (stat(proc.c_str(), &st) != 0)
-			return;
-		const std::string path = registry::file_path(registry::default_dir, pid, w.start);
-		struct stat owner;
-		uid_t uid = st.st_uid;
-		if (stat(path.c_str(), &owner) == 0 && owner.st_uid == 0)
-			uid = 0;
 		registry::header_info hi;
 		std::string why;
-		if (registry::read_header(path, pid, w.start, uid, &hi, &why) == 0 &&
-		    hi.changes == w.changes && hi.changes != 0)
+		const int ret = registry::read_header(pid, w.start, &hi, &why);
+		if (ret == -ESRCH)
+			return; // gone: the next scan forgets it
+		if (ret == 0 && hi.changes == w.changes && hi.changes != 0)
 			return; // unchanged (0: a writer that never counts)
 		if (now_ms < w.last_read_ms + opt_.reread_ms)
 			return; // changed, read again soon
 	}
-	const uint64_t ns = netns_of(proc);
+	const uint64_t ns = cli::presence::netns_of(proc);
 	if (ns && own_netns_ && ns != own_netns_) {
 		w.read = true; // looked at again when its table moves
 		w.last_read_ms = now_ms;
@@ -194,7 +168,7 @@ void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 		metrics_.restores(svc, "daemon", raised);
 	if (short_of)
 		metrics_.refusals(svc, "limit", short_of);
-	const uint64_t now = monotonic_ms();
+	const uint64_t now = cli::remote::monotonic_ms();
 	uint64_t &last = last_line_[{s.pid, s.fd}];
 	if (now < last + 1000)
 		return;
@@ -217,13 +191,13 @@ void host::tick(uint64_t now_ms)
 		next_net_ms_ = now_ms + opt_.net_ms;
 		force_all_ = false;
 	}
-	const uint64_t t0 = monotonic_ms();
+	const uint64_t t0 = cli::remote::monotonic_ms();
 	const auto errors_before = guard_.stats().errors;
 	guard_.pass([this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 			   const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); });
 	if (guard_.stats().errors > errors_before)
 		metrics_.refusals({}, "error", double(guard_.stats().errors - errors_before));
-	metrics_.pass(double(monotonic_ms() - t0) / 1000.0);
+	metrics_.pass(double(cli::remote::monotonic_ms() - t0) / 1000.0);
 	std::map<std::pair<std::string, std::string>, double> by_service;
 	for (const auto &[pid, n] : guard_.sockets_by_process()) {
 		auto it = procs_.find(pid);

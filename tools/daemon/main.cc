@@ -19,18 +19,12 @@
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 namespace
 {
 
-uint64_t monotonic_ms()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
+using sockbuf::cli::remote::monotonic_ms;
 
 void notify(const std::string &what)
 {

@@ -5,7 +5,9 @@
 #include "buffer.h"
 #include "exec.h"
 #include "fd_serial.h"
+#include "op.h"
 #include "probe.h"
+#include "strategy.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -31,18 +33,18 @@ int keep_unlocked(int fd, const request &rq, struct sockbuf_report *rep)
 	d.strategy = rq.forced ? SOCKBUF_STRAT_FORCE_UNLOCK : SOCKBUF_STRAT_UNLOCK;
 	d.locked = 1; // the program's call set the bit
 
+	// The lock bits as the public calls clear them (the other direction's
+	// kept and reported), one call per fd at a time.
+	op o{};
+	o.fd = fd;
+	o.rep = rep;
+	o.facts = facts;
 	fd_serial::guard serial(fd);
-	int bits = 0;
-	ret = buffer::get_lock(fd, &bits);
-	if (ret == 0)
-		ret = buffer::set_lock(fd, bits & ~buffer::dir_bit(rq.dir));
+	ret = strategy::clear_locks(o, buffer::dir_bit(rq.dir));
 	if (ret < 0) {
 		rep->flags |= SOCKBUF_R_PARTIAL;
 		return ret;
 	}
-	d.locked = 0;
-	struct sockbuf_dir_report &other = rq.dir == buffer::snd ? rep->rcv : rep->snd;
-	other.locked = (bits & buffer::dir_bit(1 - rq.dir)) ? 1 : 0;
 	if (rq.known_floor > 0) {
 		d.floor = rq.known_floor;
 		return 0;

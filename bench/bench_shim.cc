@@ -46,14 +46,13 @@ setsockopt_fn load_shim(const char *config)
 setsockopt_fn g_shim = nullptr;
 const char *g_config = "policy:initial";
 
-void run(benchmark::State &state, setsockopt_fn fn, int name = SO_RCVBUF)
+void run(benchmark::State &state, setsockopt_fn fn, int name = SO_RCVBUF, int value = 65536)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0) {
 		state.SkipWithError("socket() failed");
 		return;
 	}
-	int value = 65536;
 	for (auto _ : state) {
 		int ret = fn(fd, SOL_SOCKET, name, &value, sizeof(value));
 		benchmark::DoNotOptimize(ret);
@@ -108,36 +107,35 @@ void BM_first_call_shim(benchmark::State &state)
 // socket's cookie (its identity), and SO_BUF_LOCK read and written (one
 // direction unlocked, the other kept).  Their sum is the least a call that
 // keeps the buffer unlocked can cost.
-void BM_part_cookie(benchmark::State &state)
+// getsockopt(SOL_SOCKET, @name) of @len bytes on one socket, repeated.
+void run_get(benchmark::State &state, int name, socklen_t len)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	uint64_t cookie = 0;
+	if (fd < 0) {
+		state.SkipWithError("socket() failed");
+		return;
+	}
+	uint64_t out = 0;
 	for (auto _ : state) {
-		socklen_t len = sizeof(cookie);
-		benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len));
+		socklen_t got = len;
+		benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, name, &out, &got));
 	}
 	close(fd);
+}
+
+void BM_part_cookie(benchmark::State &state)
+{
+	run_get(state, SO_COOKIE, sizeof(uint64_t));
 }
 
 void BM_part_lock_read(benchmark::State &state)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	int bits = 0;
-	for (auto _ : state) {
-		socklen_t len = sizeof(bits);
-		benchmark::DoNotOptimize(getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &bits, &len));
-	}
-	close(fd);
+	run_get(state, SO_BUF_LOCK, sizeof(int));
 }
 
 void BM_part_lock_write(benchmark::State &state)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	int bits = 0;
-	for (auto _ : state)
-		benchmark::DoNotOptimize(
-		    setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &bits, sizeof(bits)));
-	close(fd);
+	run(state, &setsockopt, SO_BUF_LOCK, 0);
 }
 
 BENCHMARK(BM_setsockopt_plain)->UseRealTime();

@@ -51,25 +51,10 @@ PRESENCE = "/run/sockbufd/serving"
 SERVER_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
-def dup_of(pid, fd):
-    pidfd = rp.libc.syscall(rp.SYS_PIDFD_OPEN, pid, 0)
-    if pidfd < 0:
-        return None
-    try:
-        dup = rp.libc.syscall(rp.SYS_PIDFD_GETFD, pidfd, fd, 0)
-        return socket.socket(fileno=dup) if dup >= 0 else None
-    finally:
-        os.close(pidfd)
-
-
-def rcvbuf(s):
-    return s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-
-
 def cut(s):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CUT)
     s.setsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK, 0)
-    return rcvbuf(s)
+    return rp.rcvbuf(s)
 
 
 def until(pred, seconds):
@@ -174,7 +159,7 @@ def body(ns, args, tmp):
         if " fd=" not in line:
             return
         fd = int(line.split("fd=")[1])
-        s = dup_of(srv.pid, fd)
+        s = rp.dup_of(srv.pid, fd)
         rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
         if s is None:
             return
@@ -190,14 +175,14 @@ def body(ns, args, tmp):
         who = served_by(args.sockbuf, srv.pid, fd)
         rp.check(who == "none", f"show before the daemon: served_by {who!r}")
         got = cut(s)
-        held = until(lambda: rcvbuf(s) >= FLOOR, 0.5)
+        held = until(lambda: rp.rcvbuf(s) >= FLOOR, 0.5)
         rp.check(got == 2 * CUT and not held,
-                 f"control: cut to {got}, still {rcvbuf(s)} after 0.5 s without a daemon")
+                 f"control: cut to {got}, still {rp.rcvbuf(s)} after 0.5 s without a daemon")
 
         daemon = Daemon(ns.srv, args.sockbufd, tmp, 1)
         t0 = time.monotonic()
-        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
-        rp.check(back, f"restore: back to {rcvbuf(s)} in {time.monotonic() - t0:.2f} s "
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        rp.check(back, f"restore: back to {rp.rcvbuf(s)} in {time.monotonic() - t0:.2f} s "
                        f"of the daemon's start (want >= {FLOOR} within 2 s)")
         restores = until(lambda: metric(daemon.metrics, "sockbuf_restores_total",
                                         comm="python3", source="daemon"), 3)
@@ -217,8 +202,8 @@ def body(ns, args, tmp):
                  f"another namespace: refused {netns} (reason netns), said in the log")
 
         got = cut(s)
-        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
-        rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rcvbuf(s)}")
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rp.rcvbuf(s)}")
         # Each refused table is counted once, however many passes see it
         # (the file is written every second: wait for a newer one).
         before = os.stat(daemon.metrics).st_mtime_ns
@@ -236,8 +221,8 @@ def body(ns, args, tmp):
         daemon = Daemon(ns.srv, args.sockbufd, tmp, 2)
         until(lambda: metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3"), 3)
         got = cut(s)
-        back = until(lambda: rcvbuf(s) >= FLOOR, 2)
-        rp.check(back, f"restart: floors found again, cut to {got}, back to {rcvbuf(s)}")
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        rp.check(back, f"restart: floors found again, cut to {got}, back to {rp.rcvbuf(s)}")
 
         killed = daemon.proc.pid
         daemon.end(signal.SIGKILL)
@@ -262,8 +247,8 @@ def body(ns, args, tmp):
             os.unlink(bad_path)
         garbage.kill()
         garbage.wait()
-        rp.stop(elsewhere, ask=lambda p: (p.stdin.write("\n"), p.stdin.flush()))
-        rp.stop(srv, ask=lambda p: (p.stdin.write("\n"), p.stdin.flush()))
+        rp.stop(elsewhere, ask=rp.say_done)
+        rp.stop(srv, ask=rp.say_done)
 
 
 def main():

@@ -36,22 +36,6 @@ CUT = 4096  # stored as 8192
 GUARD_MS = 100
 
 
-def dup_of(pid, fd):
-    """A duplicate of fd @fd of @pid (a socket object), or None."""
-    pidfd = rp.libc.syscall(rp.SYS_PIDFD_OPEN, pid, 0)
-    if pidfd < 0:
-        return None
-    try:
-        dup = rp.libc.syscall(rp.SYS_PIDFD_GETFD, pidfd, fd, 0)
-        return socket.socket(fileno=dup) if dup >= 0 else None
-    finally:
-        os.close(pidfd)
-
-
-def rcvbuf(s):
-    return s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-
-
 def entry_within(sockbuf, pid, fd, pred, seconds):
     """The `sockbuf show` entry of @fd once @pred holds for it (or the last
     one seen, or None), waiting at most @seconds."""
@@ -63,12 +47,6 @@ def entry_within(sockbuf, pid, fd, pred, seconds):
         if (last is not None and pred(last)) or time.monotonic() >= end:
             return last
         time.sleep(0.05)
-
-
-def say_done(p):
-    """py_listener.py ends on a line on its stdin."""
-    p.stdin.write("\n")
-    p.stdin.flush()
 
 
 def one_mode(ns, sockbuf, via):
@@ -110,25 +88,25 @@ def one_mode(ns, sockbuf, via):
         floor = (e or {}).get("floor", {})
         rp.check(floor.get("rcv") == FLOOR and "from its listener" in floor.get("by", ""),
                  f"{label}: show lists the connection's floor ({floor})")
-        s = dup_of(pid, fd)
+        s = rp.dup_of(pid, fd)
         rp.check(s is not None, f"{label}: pidfd_getfd of fd {fd}")
         if s is None:
             return
         try:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CUT)
             s.setsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK, 0)
-            cut = rcvbuf(s)
+            cut = rp.rcvbuf(s)
             end = time.monotonic() + 3
-            while rcvbuf(s) < FLOOR and time.monotonic() < end:
+            while rp.rcvbuf(s) < FLOOR and time.monotonic() < end:
                 time.sleep(0.02)
-            after = rcvbuf(s)
+            after = rp.rcvbuf(s)
             rp.check(cut == 2 * CUT and after >= FLOOR,
                      f"{label}: cut to {cut} unlocked, back to {after} (want >= {FLOOR}) "
                      "within 3 s")
         finally:
             s.close()  # our duplicate only
     finally:
-        rp.stop(srv, ask=say_done)
+        rp.stop(srv, ask=rp.say_done)
 
 
 def main():

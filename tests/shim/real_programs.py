@@ -168,23 +168,38 @@ def show(sockbuf, pid):
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def lock_bits(pid, fd):
-    """SO_BUF_LOCK of another process's socket, through pidfd_getfd."""
+def dup_of(pid, fd):
+    """A duplicate of fd @fd of @pid (a socket object, through
+    pidfd_getfd), or None."""
     pidfd = libc.syscall(SYS_PIDFD_OPEN, pid, 0)
     if pidfd < 0:
         return None
     try:
         dup = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
-        if dup < 0:
-            return None
-        s = socket.socket(fileno=dup)
-        try:
-            return (s.getsockopt(socket.SOL_SOCKET, SO_BUF_LOCK),
-                    s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
-        finally:
-            s.close()  # our duplicate only
+        return socket.socket(fileno=dup) if dup >= 0 else None
     finally:
         os.close(pidfd)
+
+
+def rcvbuf(s):
+    return s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
+
+def say_done(p):
+    """Tells a program that ends on a line on its stdin (py_listener.py) to end."""
+    p.stdin.write("\n")
+    p.stdin.flush()
+
+
+def lock_bits(pid, fd):
+    """SO_BUF_LOCK and SO_RCVBUF of another process's socket."""
+    s = dup_of(pid, fd)
+    if s is None:
+        return None
+    try:
+        return s.getsockopt(socket.SOL_SOCKET, SO_BUF_LOCK), rcvbuf(s)
+    finally:
+        s.close()  # our duplicate only
 
 
 def wait_listening(sockbuf, pid, port, proc, deadline):

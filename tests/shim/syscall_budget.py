@@ -80,12 +80,20 @@ def between(seq, pid, start, end):
     return [c for c in seq[i + 1:j] if c[0] == pid]
 
 
+def run_way(sockbuf, via, prog, tmp):
+    """The calls of @prog run `--via @via` under strace, and the program's
+    pid; (None, None) when the run failed."""
+    seq = traced([sockbuf, "run", "-q", "--via", via, "--policy", "initial", "--", prog],
+                 os.path.join(tmp, via + ".trace"))
+    if seq is None:
+        return None, None
+    return seq, next(c[0] for c in seq if marker(c, 0))
+
+
 def check_preload(sockbuf, prog, tmp):
-    seq = traced([sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
-                  prog], os.path.join(tmp, "preload.trace"))
+    seq, pid = run_way(sockbuf, "preload", prog, tmp)
     if seq is None:
         return False
-    pid = next(c[0] for c in seq if marker(c, 0))
     ok = True
     first = [short(c) for c in between(seq, pid, 1, 2)]
     print("preload, first call: %d calls: %s" % (len(first), ", ".join(first)))
@@ -102,11 +110,9 @@ def check_preload(sockbuf, prog, tmp):
 
 
 def check_seccomp(sockbuf, prog, tmp):
-    seq = traced([sockbuf, "run", "-q", "--via", "seccomp", "--policy", "initial", "--",
-                  prog], os.path.join(tmp, "seccomp.trace"))
+    seq, prog_pid = run_way(sockbuf, "seccomp", prog, tmp)
     if seq is None:
         return False
-    prog_pid = next(c[0] for c in seq if marker(c, 0))
     sup = [c[0] for c in seq if c[1] == "ioctl" and "SECCOMP_IOCTL_NOTIF_RECV" in c[2]]
     if not sup:
         print("FAIL: no notification received")

@@ -198,6 +198,17 @@ int sockbuf_guard_event_stats(int id, struct sockbuf_guard_event_totals *out)
 	return 0;
 }
 
+int sockbuf_guard_daemon_stats(int id, struct sockbuf_guard_daemon_totals *out)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	if (!out)
+		return -EINVAL;
+	g->daemon_stats(out);
+	return 0;
+}
+
 int sockbuf_guard_set_net_interval(int id, unsigned int interval_us)
 {
 	auto g = find(id);

@@ -140,7 +140,8 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	max_fd_ = std::max(max_fd_, fd);
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
-	registry::publish(inode, floor.snd, floor.rcv, registry::by_guard);
+	if (registry::publish(inode, floor.snd, floor.rcv, registry::by_guard) != 0)
+		publish_failed_.store(true, std::memory_order_relaxed);
 	return 0;
 }
 
@@ -276,7 +277,7 @@ void floor_guard::event_stats(struct sockbuf_guard_event_totals *out)
 	std::lock_guard<std::mutex> lock(mu_);
 	*out = ev_stats_;
 	out->err = ev_err_;
-	out->attached = ev_.attached();
+	out->attached = events_parked_ ? 0 : ev_.attached(); // parked: reopening
 	out->net_interval_us = net;
 }
 

@@ -97,6 +97,7 @@ public:
 	int timerfd(unsigned int interval_us);
 	void stats(struct sockbuf_guard_totals *out);
 	void event_stats(struct sockbuf_guard_event_totals *out);
+	void daemon_stats(struct sockbuf_guard_daemon_totals *out);
 	int set_net_interval(unsigned int interval_us);
 #ifdef SOCKBUF_TEST_SEAM
 	// As if the ring buffer had had no room for @n records.
@@ -157,7 +158,9 @@ private:
 	void erase(size_t i);
 	void index_add(size_t i);
 	void index_drop(size_t i);
-	void run_thread(unsigned int interval_us);
+	void drive(unsigned int net_us, unsigned int poll_us, bool events);
+	void run_thread(unsigned int interval_us, bool events);
+	int wait_served(int pidfd, int64_t until_ns);
 	static void name_thread(); // "sockbuf-guard", as top -H and ps -L show it
 	void run_thread_events(unsigned int net_us, unsigned int poll_us);
 	// With events and a timerfd: re-arms the timer to fire after the
@@ -173,6 +176,20 @@ private:
 		return ev_err_ == 0 && ev_.is_open();
 	}
 	void reserve_at_add(int fd, const struct sockbuf_floor &floor);
+	// The hand-over to sockbufd (guard_handover.cc).  Caller holds
+	// pass_mu_.  handover_step(): at the start of every pass, looks for a
+	// daemon (at most every handover_check_ns) or, while one serves,
+	// whether it is still there; true when this pass is to be skipped
+	// (served, no safety-net pass due).
+	bool handover_step(int64_t now);
+	bool handover_wanted() const;
+	void stand_down(int pidfd, pid_t daemon, int64_t now);
+	void resume(int why);
+	void drain_timer(); // a skipped pass still reads the caller's timer
+	int served_wait_fd() const
+	{
+		return served_fd_.load(std::memory_order_acquire);
+	}
 	void count_reservation(const struct sockbuf_report &rep);
 
 	const unsigned int flags_;
@@ -225,7 +242,7 @@ private:
 	// record, so every round looks at them (and clears again) as if
 	// they had posted one.  Under pass_mu_.
 	std::vector<uint32_t> ev_unclear_;
-	unsigned int net_interval_us_ = SOCKBUF_GUARD_NET_DEFAULT_US;
+	std::atomic<unsigned int> net_interval_us_{SOCKBUF_GUARD_NET_DEFAULT_US};
 	// The interval the caller gave start() or timerfd(): with events on,
 	// how soon a socket whose mark could not be cleared (it posts no
 	// record) is looked at again, rather than at the next net's pass.
@@ -239,6 +256,22 @@ private:
 	int spare_fd_ = -1, hold_fd_ = -1;
 	int epoll_fd_ = -1; // timerfd() with events: the timer and the ring
 	struct sockbuf_guard_event_totals ev_stats_ = {}; // under mu_
+
+	// The hand-over (guard_handover.cc), under pass_mu_ but for the
+	// atomics.  While sockbufd serves this guard's floors, served_fd_
+	// holds its pidfd (readable when it exits; the thread driver waits on
+	// it), the event programs are closed (events_parked_: reopened at the
+	// resume) and passes run at the net interval only.
+	std::atomic<int> served_fd_{-1};
+	bool events_parked_ = false;
+	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
+	int64_t handover_check_ns_ = 0; // the next look for a daemon
+	int64_t served_full_ns_ = 0;	// the next safety-net pass while served
+	int64_t served_since_ns_ = 0;
+	// A floor the registry did not take (table full, publication off):
+	// the daemon cannot see it, so this guard never hands over.
+	std::atomic<bool> publish_failed_{false};
+	struct sockbuf_guard_daemon_totals dm_stats_ = {}; // under mu_
 
 	std::mutex mu_; // the set and the totals; held briefly (see above)
 	entry_store entries_;

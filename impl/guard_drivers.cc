@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <new>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -76,8 +77,16 @@ void floor_guard::after_fork_child()
 	// The parent's programs, ring and eventfd: the child's copy of the
 	// guard polls (a child's stop() must not wake the parent's thread).
 	ev_.after_fork();
-	if (ev_err_ == 0)
+	if (ev_err_ == 0 || events_parked_)
 		ev_err_ = -ECHILD;
+	// The parent's hand-over: the child's copy serves itself (its floors
+	// are in its parent's table, not a table of its own).
+	events_parked_ = false;
+	forked_ = true;
+	if (served_fd_.load(std::memory_order_relaxed) >= 0)
+		::close(served_fd_.exchange(-1, std::memory_order_relaxed));
+	dm_stats_.pid = 0;
+	dm_stats_.err = -ECHILD;
 	new (&ev_inodes_) std::vector<uint32_t>();
 	new (&ev_index_) std::vector<size_t>();
 	new (&ev_unclear_) std::vector<uint32_t>();
@@ -114,7 +123,7 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 	if (!ok) {
 		if (ep >= 0)
 			::close(ep);
-		run_thread(poll_us); // never unguarded: polling, as without events
+		run_thread(poll_us, false); // never unguarded: polling, as without events
 		return;
 	}
 	int64_t next_full = 0;
@@ -127,6 +136,8 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 			run_pass(due, nullptr);
 			unclear = !ev_unclear_.empty();
 		}
+		if (!events_on())
+			break; // handed over to sockbufd (its programs closed): drive() goes on
 		if (due) {
 			const int64_t end = now_ns();
 			next_full = std::max(begin + net_ns, end + (end - begin));
@@ -136,6 +147,11 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 		// polling interval, not at the net's.
 		if (unclear)
 			left = std::min(left, int64_t(poll_us) * 1000);
+		// A daemon that starts is looked for about once a second, not
+		// only at the net's passes (a round without records costs a
+		// drain of the empty ring).
+		if (!(flags_ & SOCKBUF_GUARD_NO_DAEMON))
+			left = std::min<int64_t>(left, 1'000'000'000);
 		const int timeout_ms = left <= 0 ? 0 : int((left + 999'999) / 1'000'000);
 		struct epoll_event got[2];
 		const int r = epoll_wait(ep, got, 2, timeout_ms);
@@ -149,16 +165,62 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 	::close(ep);
 }
 
-void floor_guard::run_thread(unsigned int interval_us)
+// The thread's body: events while they drive the guard, polling
+// otherwise; each returns when the other is to take over (the event
+// programs closed for sockbufd, or loaded again after it).
+void floor_guard::drive(unsigned int net_us, unsigned int poll_us, bool events)
+{
+	while (stop_word_.load(std::memory_order_acquire) == 0) {
+		if (events && events_on())
+			run_thread_events(net_us, poll_us);
+		else
+			run_thread(poll_us, events);
+	}
+}
+
+// While sockbufd serves (served_wait_fd()), the wait is on its pidfd and
+// the stop eventfd: the guard takes its sockets back the moment the daemon
+// exits, and sleeps until the net's pass otherwise.  Returns 1 when the
+// daemon's pidfd or a stop woke it, 0 at the deadline.
+int floor_guard::wait_served(int pidfd, int64_t until_ns)
+{
+	const int64_t left = until_ns - now_ns();
+	const int timeout_ms =
+	    left <= 0 ? 0 : int(std::min<int64_t>((left + 999'999) / 1'000'000, INT_MAX));
+	struct pollfd p[2] = {{pidfd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+	const int r = ::poll(p, wake_fd_ >= 0 ? 2 : 1, timeout_ms);
+	if (r > 0 && (p[1].revents & POLLIN)) {
+		uint64_t v;
+		ssize_t rd = ::read(wake_fd_, &v, sizeof(v));
+		(void)rd; // the stop word says why
+	}
+	return r > 0 ? 1 : 0;
+}
+
+void floor_guard::run_thread(unsigned int interval_us, bool events)
 {
 	const int64_t interval_ns = int64_t(interval_us) * 1000;
 	while (stop_word_.load(std::memory_order_acquire) == 0) {
 		const int64_t begin = now_ns();
 		pass(nullptr);
+		if (events && events_on())
+			return; // the programs are back (sockbufd exited)
 		const int64_t end = now_ns();
 		// Never more than half a core: rest at least as long as the
 		// pass took.
-		const int64_t next = std::max(begin + interval_ns, end + (end - begin));
+		int64_t next = std::max(begin + interval_ns, end + (end - begin));
+		const int served = served_wait_fd();
+		if (served >= 0) {
+			// Nothing to do before the net's pass but notice the
+			// daemon going (its pidfd) or a stop.
+			int64_t due;
+			{
+				std::lock_guard<std::mutex> pass_lock(pass_mu_);
+				due = served_full_ns_;
+			}
+			wait_served(served, std::max(next, due));
+			continue;
+		}
 		struct timespec deadline;
 		deadline.tv_sec = time_t(next / 1'000'000'000);
 		deadline.tv_nsec = long(next % 1'000'000'000);
@@ -182,25 +244,19 @@ int floor_guard::start(unsigned int interval_us)
 	if (thread_.joinable() || interval_us_)
 		return -EALREADY;
 	stop_word_.store(0, std::memory_order_release);
-	bool events = events_on();
-	if (events && wake_fd_ < 0) {
+	// The stop eventfd wakes the events thread, and a polling thread
+	// that waits on sockbufd's pidfd.
+	if (wake_fd_ < 0)
 		wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		events = wake_fd_ >= 0; // no eventfd: poll at @interval_us
-	}
+	const bool events = events_on() && wake_fd_ >= 0; // no eventfd: poll at @interval_us
 	const unsigned int net_us = net_interval_us_;
 	set_interval(events ? net_us : interval_us);
 	poll_us_.store(interval_us, std::memory_order_relaxed);
 	try {
-		if (events)
-			thread_ = std::thread([this, net_us, interval_us] {
-				name_thread();
-				run_thread_events(net_us, interval_us);
-			});
-		else
-			thread_ = std::thread([this, interval_us] {
-				name_thread();
-				run_thread(interval_us);
-			});
+		thread_ = std::thread([this, net_us, interval_us, events] {
+			name_thread();
+			drive(net_us, interval_us, events);
+		});
 	} catch (const std::system_error &) {
 		set_interval(0);
 		return -EAGAIN;

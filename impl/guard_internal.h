@@ -19,9 +19,10 @@
 namespace sockbuf::guard
 {
 
-constexpr unsigned int known_flags =
-    SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM | SOCKBUF_GUARD_NO_DIAG |
-    SOCKBUF_GUARD_RUN_IN_CHILD | SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF | SOCKBUF_GUARD_EVENTS;
+constexpr unsigned int known_flags = SOCKBUF_GUARD_ALLOW_FORCE | SOCKBUF_GUARD_RESERVE_MEM |
+				     SOCKBUF_GUARD_NO_DIAG | SOCKBUF_GUARD_RUN_IN_CHILD |
+				     SOCKBUF_GUARD_NO_URING | SOCKBUF_GUARD_BPF |
+				     SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_NO_DAEMON;
 // 100 us to 10 minutes, for polling and for the safety net alike.
 constexpr unsigned int min_interval_us = 100, max_interval_us = 600'000'000;
 

@@ -207,10 +207,18 @@ int floor_guard::pass(struct sockbuf_guard_report *out)
 }
 
 // The records first (with events on), then a full pass if @full or records
-// were lost.  Caller holds pass_mu_.
+// were lost; nothing but the daemon's pidfd while sockbufd serves and the
+// net's pass is not due (guard_handover.cc).  Caller holds pass_mu_.
 int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
 {
 	struct sockbuf_guard_report p = {};
+	if (handover_step(now_ns())) {
+		// sockbufd serves these floors and the net's pass is not due.
+		drain_timer();
+		if (out)
+			*out = p;
+		return 0;
+	}
 	int64_t round_ns = 0;
 	if (events_on()) {
 		const int64_t r0 = now_ns();

@@ -94,6 +94,27 @@ void say_source(int guard)
 	l.emit();
 }
 
+// One log line when sockbufd starts or stops serving this process's
+// floors (the guard hands over and takes back by itself: the library's
+// SOCKBUF_GUARD_NO_DAEMON).  @handovers: the count last said.
+void say_handover(int guard, uint32_t *handovers, uint32_t *resumes)
+{
+	struct sockbuf_guard_daemon_totals d = {};
+	if (!log::enabled() || sockbuf_guard_daemon_stats(guard, &d) != 0 ||
+	    (d.handovers == *handovers && d.resumes == *resumes))
+		return;
+	*handovers = d.handovers;
+	*resumes = d.resumes;
+	log::line l;
+	if (d.pid > 0)
+		l.s("floor guard: sockbufd (pid ")
+		    .i(d.pid)
+		    .s(") serves these floors; own passes at the safety net's interval");
+	else
+		l.s("floor guard: sockbufd gone, the guard serves these floors again");
+	l.emit();
+}
+
 // Whether any socket of this process has a floor now.
 bool any_floor()
 {
@@ -134,12 +155,15 @@ void *run(void *)
 	// The membership is synced on every wakeup and at least every
 	// interval.
 	const int tfd = sockbuf_guard_timerfd(guard, unsigned(g_args.interval_ms) * 1000u);
+	uint32_t handovers = 0, resumes = 0;
 	if (tfd >= 0)
 		for (;;) {
 			sync(guard, &known);
 			struct pollfd p = {tfd, POLLIN, 0};
-			if (poll(&p, 1, g_args.interval_ms) > 0 && (p.revents & POLLIN))
+			if (poll(&p, 1, g_args.interval_ms) > 0 && (p.revents & POLLIN)) {
 				sockbuf_guard_pass(guard, nullptr);
+				say_handover(guard, &handovers, &resumes);
+			}
 		}
 	// No timer (timerfd_create refused): passes on a clock of our own.
 	struct timespec next;

@@ -579,6 +579,19 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * the BPF ring buffer (Linux 5.8) and a library built with libbpf; where any is missing the guard
  * polls as without the flag and sockbuf_guard_events() says why. */
 #define SOCKBUF_GUARD_EVENTS (1u << 6)
+/* Never hand this guard's sockets over to sockbufd(8).  By default a guard
+ * driven by sockbuf_guard_start() or sockbuf_guard_timerfd() whose floors
+ * are all published finds a root sockbufd serving its network namespace
+ * (at its first pass, then at most once a second) and stands down: its
+ * event programs are closed and a pass runs only at the safety net's
+ * interval (sockbuf_guard_set_net_interval()); the other passes look only
+ * at whether the daemon is still there (a poll() of its pidfd).  When the
+ * daemon exits the guard takes its sockets back at the next pass: at once
+ * with sockbuf_guard_start() (its thread waits on the daemon's pidfd), and
+ * with sockbuf_guard_timerfd() within one polling interval, or at once
+ * with events on (the pidfd is in the returned epoll set).
+ * sockbuf_guard_daemon_stats() says which serves. */
+#define SOCKBUF_GUARD_NO_DAEMON (1u << 7)
 /* The safety net's default interval (sockbuf_guard_set_net_interval()), in
  * microseconds: the net is left with the cuts nothing watches (why this
  * value: sockbuf_guard_new(3), "Events"). */
@@ -921,7 +934,9 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  refused the programs, no fexit or ring buffer: before
  *                  5.8), -EOPNOTSUPP (library built without libbpf),
  *                  -ECHILD (a forked child's copy of the guard: the
- *                  parent's programs are not its own), -ENOMEM.
+ *                  parent's programs are not its own), -ENOMEM, -EBUSY
+ *                  (sockbufd serves the guard's floors: its programs are
+ *                  closed until the daemon exits; SOCKBUF_GUARD_NO_DAEMON).
  * @attached:       SOCKBUF_GUARD_EV_* bits: the functions watched.
  * @net_interval_us: the safety-net passes' interval while events are on.
  * @records:        records read: sockets the kernel left below a floor.
@@ -991,6 +1006,43 @@ struct sockbuf_guard_event_totals {
  * Return: 0, or -EBADF, -EINVAL (@out NULL).
  */
 SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_totals *out);
+
+/**
+ * struct sockbuf_guard_daemon_totals - the hand-over to sockbufd(8).
+ * @pid:       the sockbufd serving this guard's floors now; 0 while the
+ *             guard serves them itself.
+ * @err:       why the last look found no daemon to hand over to (0 when one
+ *             serves): -ENOENT none runs (or the one named has exited),
+ *             -EXDEV it serves another network namespace, -EPERM its
+ *             presence file is not root's alone (or the guard was made with
+ *             SOCKBUF_GUARD_NO_DAEMON), -ENOSPC a floor is not published
+ *             (floor registry full or off: SOCKBUF_FLOOR_REGISTRY=0), -ECHILD
+ *             a forked child's copy of a guard, -ESRCH no driver (neither
+ *             sockbuf_guard_start() nor sockbuf_guard_timerfd()), -ENOSYS
+ *             no pidfd_open() (before Linux 5.3).
+ * @handovers: times the guard stood down for a daemon.
+ * @resumes:   times it took its sockets back (the daemon exited, or a floor
+ *             it added could not be published).
+ * @served_ns: time served by a daemon so far, the current stretch included.
+ */
+struct sockbuf_guard_daemon_totals {
+	int pid;
+	int err;
+	uint32_t handovers;
+	uint32_t resumes;
+	uint64_t served_ns;
+};
+
+/**
+ * sockbuf_guard_daemon_stats() - whether sockbufd serves the guard's floors.
+ * @guard: the guard.
+ * @out:   filled.
+ *
+ * See SOCKBUF_GUARD_NO_DAEMON for when a guard hands over.
+ *
+ * Return: 0, or -EBADF, -EINVAL (@out NULL).
+ */
+SOCKBUF_API int sockbuf_guard_daemon_stats(int guard, struct sockbuf_guard_daemon_totals *out);
 
 /**
  * sockbuf_guard_set_net_interval() - the safety net's interval.

@@ -90,7 +90,7 @@ const char *served_by(const shown_socket &s)
 	static std::map<int, bool> daemon_for;
 	auto it = daemon_for.find(s.pid);
 	if (it == daemon_for.end())
-		it = daemon_for.emplace(s.pid, presence::serves(s.pid)).first;
+		it = daemon_for.emplace(s.pid, sockbuf::presence::serves(s.pid)).first;
 	return it->second ? "daemon" : "none";
 }
 

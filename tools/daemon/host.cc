@@ -51,7 +51,7 @@ service service_of(pid_t pid)
 } // namespace
 
 host::host(const options &o, metrics &m)
-    : opt_(o), metrics_(m), guard_(true, 0), own_netns_(cli::presence::netns_of("/proc/self"))
+    : opt_(o), metrics_(m), guard_(true, 0), own_netns_(presence::netns_of("/proc/self"))
 {
 	guard_.force_for([](pid_t pid) { return cli::run::program_may_force(pid) == 1; });
 }
@@ -114,7 +114,7 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 		if (now_ms < w.last_read_ms + opt_.reread_ms)
 			return; // changed, read again soon
 	}
-	const uint64_t ns = cli::presence::netns_of(proc);
+	const uint64_t ns = presence::netns_of(proc);
 	if (ns && own_netns_ && ns != own_netns_) {
 		w.read = true; // looked at again when its table moves
 		w.last_read_ms = now_ms;

@@ -83,9 +83,11 @@ int main(int argc, char **argv)
 	host h(opt, m);
 	h.tick(monotonic_ms());
 	// `sockbuf show` tells the sockets this daemon serves by this file.
-	if (int err = sockbuf::cli::presence::announce())
-		fmt::print(stderr, "sockbufd: {}: {}; `sockbuf show` will not name the daemon\n",
-			   sockbuf::cli::presence::file, std::strerror(-err));
+	if (int err = sockbuf::presence::announce())
+		fmt::print(stderr,
+			   "sockbufd: {}: {}; guards keep serving themselves and `sockbuf show` "
+			   "will not name the daemon\n",
+			   sockbuf::presence::file(), std::strerror(-err));
 	if (!opt.metrics_file.empty())
 		m.write_file(opt.metrics_file);
 	notify(fmt::format("READY=1\nSTATUS=serving {} processes, {} sockets", h.processes(),
@@ -139,7 +141,7 @@ int main(int argc, char **argv)
 		}
 	}
 	notify("STOPPING=1");
-	sockbuf::cli::presence::withdraw();
+	sockbuf::presence::withdraw();
 	if (!opt.metrics_file.empty())
 		m.write_file(opt.metrics_file);
 	fmt::print(stderr, "sockbufd: stopped\n");

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// The guard's hand-over to sockbufd (SOCKBUF_GUARD_NO_DAEMON in sockbuf.h):
+// while a root daemon serves this process's network namespace, and every
+// floor of this guard is in the floor registry where the daemon reads it,
+// the guard closes its event programs (one set per host is the daemon's,
+// not one per process on every ACK) and runs a pass only at the safety
+// net's interval; it takes its sockets back as soon as it sees the
+// daemon's pidfd readable (the daemon exited).
+//
+// The window: a floor added while served is the daemon's once it reads the
+// table again (its --reread, 100 ms by default); a daemon that exits is
+// seen at once by the thread driver, within one polling interval by a
+// timerfd driver without events.
+#include "daemon_presence.h"
+#include "guard.h"
+#include "guard_internal.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+namespace sockbuf::guard
+{
+
+namespace
+{
+// How often a guard that serves itself looks for a daemon: the presence
+// file's stat and open, a few microseconds.
+constexpr int64_t handover_check_ns = 1'000'000'000;
+
+struct timespec timespec_of_ns(int64_t ns)
+{
+	return {time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)};
+}
+} // namespace
+
+// Whether this guard may stand down now, and if not why (the err of
+// sockbuf_guard_daemon_totals).  Caller holds pass_mu_.
+bool floor_guard::handover_wanted() const
+{
+	return !(flags_ & SOCKBUF_GUARD_NO_DAEMON) && !forked_ &&
+	       !publish_failed_.load(std::memory_order_relaxed) &&
+	       interval_us_.load(std::memory_order_relaxed) != 0;
+}
+
+bool floor_guard::handover_step(int64_t now)
+{
+	const int served = served_fd_.load(std::memory_order_relaxed);
+	if (served >= 0) {
+		struct pollfd p = {served, POLLIN, 0};
+		const bool exited = ::poll(&p, 1, 0) != 0; // readable, or an error
+		if (exited || !handover_wanted()) {
+			resume(exited ? -ENOENT : (publish_failed_ ? -ENOSPC : -ESRCH));
+			return false;
+		}
+		if (now < served_full_ns_)
+			return true;
+		served_full_ns_ =
+		    now + int64_t(net_interval_us_.load(std::memory_order_relaxed)) * 1000;
+		return false; // the safety net's pass
+	}
+	if (now < handover_check_ns_)
+		return false;
+	handover_check_ns_ = now + handover_check_ns;
+	int why = 0;
+	if (flags_ & SOCKBUF_GUARD_NO_DAEMON)
+		why = -EPERM;
+	else if (forked_)
+		why = -ECHILD;
+	else if (publish_failed_.load(std::memory_order_relaxed))
+		why = -ENOSPC;
+	else if (interval_us_.load(std::memory_order_relaxed) == 0)
+		why = -ESRCH;
+	presence::serving daemon;
+	const int pidfd = why ? why : presence::serving_pidfd(&daemon);
+	if (pidfd < 0) {
+		std::lock_guard<std::mutex> lock(mu_);
+		dm_stats_.err = pidfd;
+		return false;
+	}
+	stand_down(pidfd, daemon.pid, now);
+	return false; // this pass runs: the daemon may not have read the table yet
+}
+
+// Caller holds pass_mu_.
+void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	if (events_on()) {
+		// The ring's fd leaves the caller's epoll set as it closes; add()
+		// leaves the closed source alone while ev_err_ says why.
+		ev_.close();
+		ev_err_ = -EBUSY;
+		events_parked_ = true;
+		ev_unclear_.clear();
+	}
+	if (epoll_fd_ >= 0 && timer_owner_ == getpid()) {
+		// The caller's epoll set wakes when the daemon exits.
+		struct epoll_event ev = {};
+		ev.events = EPOLLIN;
+		ev.data.fd = pidfd;
+		(void)epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, pidfd, &ev);
+	}
+	served_full_ns_ = now + int64_t(net_interval_us_.load(std::memory_order_relaxed)) * 1000;
+	served_since_ns_ = now;
+	dm_stats_.err = 0;
+	dm_stats_.handovers++;
+	dm_stats_.pid = daemon;
+	served_fd_.store(pidfd, std::memory_order_release);
+}
+
+// Caller holds pass_mu_.
+void floor_guard::resume(int why)
+{
+	bool reopen;
+	int pidfd;
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		pidfd = served_fd_.exchange(-1, std::memory_order_acq_rel);
+		dm_stats_.pid = 0;
+		dm_stats_.err = why;
+		dm_stats_.resumes++;
+		dm_stats_.served_ns += uint64_t(now_ns() - served_since_ns_);
+		reopen = events_parked_;
+	}
+	if (pidfd >= 0)
+		::close(pidfd); // leaves the caller's epoll set with it
+	handover_check_ns_ = now_ns() + handover_check_ns;
+	if (!reopen)
+		return;
+	// Loading takes a while (the kernel's BTF, the verifier): outside mu_,
+	// so that add() and remove() do not wait for it.
+	const int err = ev_.open();
+	std::lock_guard<std::mutex> lock(mu_);
+	events_parked_ = false;
+	ev_err_ = err;
+	ev_lost_seen_ = 0;
+	if (err == 0)
+		for (size_t i = 0; i < entries_.size(); i++) {
+			const entry &e = entries_.at(i);
+			if (e.removed.load(std::memory_order_relaxed))
+				continue;
+			const int ret = ev_.watch(e.inode, e.floor.snd, e.floor.rcv);
+			if (ret < 0)
+				ev_stats_.watch_err = ret;
+		}
+	if (epoll_fd_ < 0 || timer_fd_ < 0 || timer_owner_ != getpid())
+		return;
+	if (err == 0) {
+		struct epoll_event ev = {};
+		ev.events = EPOLLIN;
+		ev.data.fd = ev_.fd();
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0)
+			return;
+	}
+	// The programs would not load again: the caller's timer, set for the
+	// safety net, now drives polling.
+	const int64_t poll = int64_t(poll_us_.load(std::memory_order_relaxed)) * 1000;
+	const struct itimerspec its = {timespec_of_ns(poll), timespec_of_ns(poll)};
+	(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
+}
+
+// Caller holds pass_mu_.
+void floor_guard::drain_timer()
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	if (timer_fd_ >= 0 && timer_owner_ == getpid()) {
+		uint64_t expirations;
+		ssize_t r = ::read(timer_fd_, &expirations, sizeof(expirations));
+		(void)r; // EAGAIN: not due
+	}
+}
+
+void floor_guard::daemon_stats(struct sockbuf_guard_daemon_totals *out)
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	*out = dm_stats_;
+	if (served_fd_.load(std::memory_order_relaxed) >= 0)
+		out->served_ns += uint64_t(now_ns() - served_since_ns_);
+}
+
+} // namespace sockbuf::guard

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// Whether sockbufd serves a process's floors.  The daemon says so in a
+// file while it runs, "PID START NETNS\n" (its pid, its start time in
+// clock ticks, the inode of its network namespace), renamed into place
+// in its run directory; it serves the processes of that namespace only.
+//
+// Two kinds of reader: `sockbuf show` (served_by of each socket), and a
+// floor guard, which hands its sockets over to the daemon and takes them
+// back when the daemon goes (impl/guard_drivers.cc).  The guard trusts the
+// file only when root wrote it: the file and its directory owned by uid 0
+// and writable by no one else, the file not a link.
+//
+// The directory is /run/sockbufd (the unit's RuntimeDirectory), or
+// $SOCKBUF_DAEMON_DIR when set (read with secure_getenv: a set-id program
+// ignores it): tests and a second daemon use their own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+
+namespace sockbuf::presence
+{
+
+inline constexpr const char *default_dir = "/run/sockbufd";
+inline constexpr const char *file_name = "serving";
+
+// The run directory and the file in it.
+std::string dir();
+std::string file();
+
+// What the file says.
+struct serving {
+	pid_t pid = 0;
+	uint64_t start = 0; // /proc/PID/stat field 22
+	uint64_t netns = 0;
+};
+
+// Written by the daemon at start, through a file renamed into place (the
+// directory made 0755 if missing).  0 or -errno.
+int announce();
+// Removed at a clean exit, if it is still this process's (a killed
+// daemon's file names a dead process, or one started later: readers
+// check the start time).
+void withdraw();
+
+// Reads and checks the file: 0, -ENOENT (none), -EPERM (not root's, or
+// writable by others, or a link), -EINVAL (not in the format).
+int read_serving(serving *out);
+
+// The inode of the network namespace of the process whose /proc
+// directory is @proc ("/proc/self", "/proc/PID"), or 0.
+uint64_t netns_of(const std::string &proc);
+
+// Whether a live sockbufd serves the network namespace process @pid is
+// in.  For a report: nothing is held.
+bool serves(pid_t pid);
+
+// For a guard that hands over: a pidfd (O_CLOEXEC) of the live daemon
+// that serves this process's network namespace, readable when it exits;
+// or -ENOENT (no daemon, or the one named has gone), -EPERM (the file is
+// not root's), -EXDEV (it serves another namespace), -EINVAL, -ENOSYS
+// (no pidfd_open: before 5.3), or another -errno.  The start time is
+// checked after the pidfd is open, so the pidfd names the daemon the file
+// names, not a process that took its number.  @out: what the file said.
+int serving_pidfd(serving *out);
+
+} // namespace sockbuf::presence

@@ -78,20 +78,21 @@ nlohmann::ordered_json lock_json(const shown_socket &s)
 	return {{"snd", (s.lock & 1) != 0}, {"rcv", (s.lock & 2) != 0}};
 }
 
-// Who keeps the socket's floor now: the process's own guard, sockbufd
-// (which serves every floor published in its network namespace), or
-// nobody (a floor published with neither, or no floor).
+// Who keeps the socket's floor now: sockbufd (which serves every floor
+// published in its network namespace; a process's own guard hands over
+// to it), the process's own guard, or nobody (a floor published with
+// neither, or no floor).
 const char *served_by(const shown_socket &s)
 {
 	if (s.floor_snd <= 0 && s.floor_rcv <= 0)
 		return "none";
-	if (s.floor_by & registry::by_guard)
-		return "guard";
 	static std::map<int, bool> daemon_for;
 	auto it = daemon_for.find(s.pid);
 	if (it == daemon_for.end())
 		it = daemon_for.emplace(s.pid, sockbuf::presence::serves(s.pid)).first;
-	return it->second ? "daemon" : "none";
+	if (it->second)
+		return "daemon";
+	return (s.floor_by & registry::by_guard) ? "guard" : "none";
 }
 
 nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits &limits)

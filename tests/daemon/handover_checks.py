@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A process's own floor guard hands over to sockbufd and takes back
+(issue 34, item 2), with a server nobody here wrote the way servers run:
+unprivileged (nobody), under `sockbuf run --floor-guard 10` (the shim's
+guard, polling every 10 ms: no CAP_BPF), its accepted connection's floor
+(rcv 131072) its listener's.
+
+  own       no daemon: a cut (8192, unlocked, from outside) is restored by
+            the process's own guard within 2 s.
+  handover  sockbufd starts in the server's namespace: the shim says the
+            daemon serves its floors, `sockbuf show` says served_by
+            "daemon", and the next cut is restored by the daemon (its
+            sockbuf_restores_total{source="daemon"} moves; a guard that
+            had not stood down would have restored it first at 10 ms
+            against the daemon's 50 ms).
+  resume    sockbufd killed with SIGKILL: the shim says it serves its
+            floors again, and a cut is restored (by the guard: no daemon
+            runs) within 2 s.
+
+The presence directory is the test's own (SOCKBUF_DAEMON_DIR), never the
+host's /run/sockbufd.  Every wait is bounded.
+usage: handover_checks.py --sockbuf PATH --sockbufd PATH
+Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
+"""
+import argparse
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "shim"))
+sys.path.insert(0, HERE)
+import real_programs as rp  # noqa: E402
+from daemon_checks import until, metric, cut, FLOOR, CUT, SERVER_PYTHON, served_by  # noqa: E402
+
+PORT = 5612
+BYTES = 1 << 20
+
+
+def start_daemon(ns, sockbufd, tmp, env, n):
+    log = open(os.path.join(tmp, f"sockbufd.{n}.log"), "w+")
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sockbufd, "--interval", "50",
+                             "--metrics-file", os.path.join(tmp, "sockbufd.prom")],
+                            stdout=subprocess.DEVNULL, stderr=log, env=env)
+    return proc, log
+
+
+def end(proc, sig):
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+def body(ns, args, tmp):
+    nobody = pwd.getpwnam("nobody")
+    # The presence directory: root's and 0755, as the unit's
+    # RuntimeDirectory; the guard of a server run as nobody reads it.
+    run_dir = os.path.join(tmp, "run")
+    os.mkdir(run_dir, 0o755)
+    os.chmod(tmp, 0o755)
+    shim_log = os.path.join(tmp, "shim.log")
+    open(shim_log, "w").close()
+    os.chown(shim_log, nobody.pw_uid, nobody.pw_gid)
+    env = dict(os.environ, SOCKBUF_DAEMON_DIR=run_dir)
+    os.environ["SOCKBUF_DAEMON_DIR"] = run_dir  # `sockbuf show` too
+    argv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+            args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial",
+            "--floor-guard", "10", "--log", shim_log, "--",
+            SERVER_PYTHON, os.path.join(HERE, "..", "shim", "py_listener.py"), rp.SRV_ADDR,
+            str(PORT), str(BYTES)]
+    srv = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True, env=env)
+    daemon = None
+
+    def said(text):
+        with open(shim_log) as f:
+            return f.read().count(text)
+
+    try:
+        first = srv.stdout.readline().strip()
+        rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
+        sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
+                        "import socket,sys; s=socket.create_connection((sys.argv[1], "
+                        "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
+                        rp.SRV_ADDR, str(PORT), str(BYTES), check_rc=False, timeout=30)
+        line = srv.stdout.readline().strip()
+        rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
+        if " fd=" not in line:
+            return
+        fd = int(line.split("fd=")[1])
+        s = rp.dup_of(srv.pid, fd)
+        rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
+        if s is None:
+            return
+
+        got = cut(s)
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(got == 2 * CUT and back and who == "guard",
+                 f"own: cut to {got}, back to {rp.rcvbuf(s)} by the process's guard "
+                 f"(served_by {who!r})")
+
+        daemon, dlog = start_daemon(ns.srv, args.sockbufd, tmp, env, 1)
+        prom = os.path.join(tmp, "sockbufd.prom")
+        t0 = time.monotonic()
+        handed = until(lambda: said("sockbufd (pid %d) serves these floors" % daemon.pid), 5)
+        rp.check(handed == 1, f"handover: the shim said it once within "
+                              f"{time.monotonic() - t0:.2f} s ({handed})")
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(who == "daemon", f"handover: served_by {who!r}")
+        until(lambda: metric(prom, "sockbuf_guarded_sockets", comm="python3"), 3)
+        before = metric(prom, "sockbuf_restores_total", comm="python3", source="daemon") or 0
+        got = cut(s)
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        after = until(lambda: (metric(prom, "sockbuf_restores_total", comm="python3",
+                                      source="daemon") or 0) > before and
+                      metric(prom, "sockbuf_restores_total", comm="python3", source="daemon"), 3)
+        rp.check(back and (after or 0) == before + 1,
+                 f"handover: cut to {got}, back to {rp.rcvbuf(s)}; the daemon's restores "
+                 f"{before} -> {after} (the process's guard stood down)")
+
+        end(daemon, signal.SIGKILL)
+        daemon = None
+        t0 = time.monotonic()
+        resumed = until(lambda: said("sockbufd gone"), 3)
+        rp.check(resumed == 1, f"resume: the shim said so within {time.monotonic() - t0:.2f} s")
+        got = cut(s)
+        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        who = served_by(args.sockbuf, srv.pid, fd)
+        rp.check(got == 2 * CUT and back and who == "guard",
+                 f"resume: cut to {got}, back to {rp.rcvbuf(s)} with no daemon running "
+                 f"(served_by {who!r})")
+        s.close()
+    finally:
+        if daemon:
+            end(daemon, signal.SIGTERM)
+        rp.stop(srv, ask=rp.say_done)
+        os.environ.pop("SOCKBUF_DAEMON_DIR", None)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sockbuf", required=True)
+    ap.add_argument("--sockbufd", required=True)
+    args = ap.parse_args()
+    why = rp.root_missing()
+    if why:
+        return rp.skip(why)
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return rp.skip("no user nobody")
+
+    def run(ns):
+        with tempfile.TemporaryDirectory() as tmp:
+            body(ns, args, tmp)
+        return rp.verdict()
+
+    return rp.in_namespaces(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

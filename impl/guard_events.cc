@@ -78,7 +78,11 @@ int event_source::on_record(void *ctx, void *data, size_t len)
 		if (r.point < n_points)
 			self->records_at_[r.point]++;
 		try {
+			if (self->sink_ns_)
+				self->sink_ns_->reserve(self->sink_ns_->size() + 1);
 			self->sink_->push_back(ino);
+			if (self->sink_ns_)
+				self->sink_ns_->push_back(r.posted_ns); // reserved: cannot throw
 		} catch (...) {
 			return -ENOMEM; // stops this drain; the rest wait for the next
 		}
@@ -268,14 +272,16 @@ void event_source::unwatch(uint32_t ino)
 		bpf_map_delete_elem(st_->map_fd, &ino); // ENOENT: never watched
 }
 
-int event_source::drain(std::vector<uint32_t> *out)
+int event_source::drain(std::vector<uint32_t> *out, std::vector<uint64_t> *posted_ns)
 {
 	if (!st_)
 		return -EBADF;
+	sink_ns_ = posted_ns;
 	const size_t before = out->size();
 	sink_ = out;
 	const int ret = ring_buffer__consume(st_->rb);
 	sink_ = nullptr;
+	sink_ns_ = nullptr;
 	if (ret < 0 && out->size() == before)
 		return ret;
 	return int(out->size() - before);
@@ -349,7 +355,7 @@ int event_source::clear(uint32_t, int, int)
 	return -EBADF;
 }
 void event_source::unwatch(uint32_t) {}
-int event_source::drain(std::vector<uint32_t> *)
+int event_source::drain(std::vector<uint32_t> *, std::vector<uint64_t> *)
 {
 	return -EBADF;
 }

@@ -205,6 +205,21 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		drop(i, reused);
 		return;
 	}
+	if (snd < 0 && rcv < 0) {
+		// Named by a record, not read by a dump: read through the copy.
+		int v = 0;
+		socklen_t len = sizeof(v);
+		if (s.floor.snd > 0 && getsockopt(dup, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0)
+			snd = v;
+		len = sizeof(v);
+		if (s.floor.rcv > 0 && getsockopt(dup, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0)
+			rcv = v;
+		if ((s.floor.snd <= 0 || snd < 0 || snd >= s.floor.snd) &&
+		    (s.floor.rcv <= 0 || rcv < 0 || rcv >= s.floor.rcv)) {
+			close(dup); // back already (or never below): nothing to write
+			return;
+		}
+	}
 	unsigned int flags = SOCKBUF_F_FALLBACK_DEFAULT;
 	if (it != procs_.end() && may_force_) {
 		int &force = it->second->force;
@@ -226,6 +241,16 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 			totals_.restored++;
 	if (restored)
 		restored(s, snd, rcv, rep);
+}
+
+bool guard::restore_inode(uint32_t inode, const restore_fn &restored)
+{
+	for (size_t i = 0; i < socks_.size(); i++)
+		if (socks_[i].inode == inode) {
+			restore(i, -1, -1, restored);
+			return true;
+		}
+	return false;
 }
 
 void guard::pass(const restore_fn &restored)

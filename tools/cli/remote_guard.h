@@ -119,6 +119,13 @@ public:
 	using restore_fn = std::function<void(const socket_ref &, int64_t snd_before,
 					      int64_t rcv_before, const struct sockbuf_report &)>;
 	void pass(const restore_fn &restored);
+	// The socket of @inode (a record of an event source named it):
+	// taken, its identity checked, its sizes read through the copy, and
+	// restored if below its floor, as a pass would.  false: no socket of
+	// that inode is guarded.  A linear search: records are rare.
+	bool restore_inode(uint32_t inode, const restore_fn &restored);
+	// Every guarded socket (for an event source's map of watched inodes).
+	const std::vector<socket_ref> &sockets() const { return socks_; }
 
 	// A copy of this process made with fork() takes the guard over: the
 	// parent calls release() (it forgets its sockets, and leaves the

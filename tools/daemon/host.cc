@@ -8,7 +8,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <dirent.h>
 
 namespace sockbuf::daemon
@@ -54,6 +56,9 @@ host::host(const options &o, metrics &m)
     : opt_(o), metrics_(m), guard_(true, 0), own_netns_(presence::netns_of("/proc/self"))
 {
 	guard_.force_for([](pid_t pid) { return cli::run::program_may_force(pid) == 1; });
+	if (o.events)
+		ev_err_ = ev_.open();
+	metrics_.events_up(ev_err_ == 0);
 }
 
 void host::scan_dir()
@@ -84,6 +89,7 @@ void host::scan_dir()
 			continue;
 		}
 		guard_.sync_published(it->first, {}); // forgets its sockets
+		set_changed_ = true;
 		it = procs_.erase(it);
 	}
 }
@@ -91,6 +97,7 @@ void host::scan_dir()
 void host::refuse(pid_t pid, watched &w, const char *reason, const std::string &why)
 {
 	guard_.sync_published(pid, {});
+	set_changed_ = true;
 	if (w.refused == why)
 		return; // counted and said when it first failed so
 	w.refused = why;
@@ -142,6 +149,7 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 		if (e.inode <= UINT32_MAX && (e.snd > 0 || e.rcv > 0))
 			floors[uint32_t(e.inode)] = {e.snd, e.rcv};
 	guard_.sync_published(pid, floors);
+	set_changed_ = true;
 }
 
 void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
@@ -165,7 +173,14 @@ void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 	}
 	metrics_.dips(svc, dips);
 	if (raised)
-		metrics_.restores(svc, "daemon", raised);
+		metrics_.restores(svc, "daemon", posted_now_ ? "event" : "pass", raised);
+	if (raised && posted_now_) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		const int64_t now = int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+		metrics_.below_floor(svc, double(std::max<int64_t>(0, now - int64_t(posted_now_))) /
+					      1e9);
+	}
 	if (short_of)
 		metrics_.refusals(svc, "limit", short_of);
 	const uint64_t now = cli::remote::monotonic_ms();
@@ -191,13 +206,31 @@ void host::tick(uint64_t now_ms)
 		next_net_ms_ = now_ms + opt_.net_ms;
 		force_all_ = false;
 	}
-	const uint64_t t0 = cli::remote::monotonic_ms();
-	const auto errors_before = guard_.stats().errors;
-	guard_.pass([this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
-			   const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); });
-	if (guard_.stats().errors > errors_before)
-		metrics_.refusals({}, "error", double(guard_.stats().errors - errors_before));
-	metrics_.pass(double(cli::remote::monotonic_ms() - t0) / 1000.0);
+	if (ev_err_ != 0) {
+		full_pass(); // polling
+	} else {
+		// Events: a pass for sockets new to the set (cut before they
+		// were watched), at most every --interval, and the net's.
+		if (net_due || (set_changed_ && now_ms >= next_pass_ms_)) {
+			sync_watch();
+			full_pass();
+			next_pass_ms_ = now_ms + opt_.interval_ms;
+		}
+		// Marks that could not be cleared post nothing: looked at here.
+		std::vector<uint32_t> again;
+		again.swap(unclear_);
+		for (const uint32_t ino : again) {
+			auto w = watched_.find(ino);
+			if (w != watched_.end() &&
+			    ev_.clear(ino, w->second.first, w->second.second) < 0)
+				unclear_.push_back(ino);
+			guard_.restore_inode(ino,
+					     [this](const cli::remote::socket_ref &s, int64_t snd,
+						    int64_t rcv, const struct sockbuf_report &rep) {
+						     restored(s, snd, rcv, rep);
+					     });
+		}
+	}
 	std::map<std::pair<std::string, std::string>, double> by_service;
 	for (const auto &[pid, n] : guard_.sockets_by_process()) {
 		auto it = procs_.find(pid);
@@ -206,6 +239,83 @@ void host::tick(uint64_t now_ms)
 	}
 	metrics_.guarded(by_service);
 	metrics_.processes(double(procs_.size()));
+}
+
+void host::full_pass()
+{
+	const uint64_t t0 = cli::remote::monotonic_ms();
+	const auto errors_before = guard_.stats().errors;
+	guard_.pass([this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
+			   const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); });
+	if (guard_.stats().errors > errors_before)
+		metrics_.refusals({}, "error", double(guard_.stats().errors - errors_before));
+	metrics_.pass(double(cli::remote::monotonic_ms() - t0) / 1000.0);
+	if (ev_err_ == 0)
+		sync_watch(); // the pass may have dropped closed sockets
+}
+
+void host::sync_watch()
+{
+	set_changed_ = false;
+	std::map<uint32_t, std::pair<int, int>> now;
+	for (const cli::remote::socket_ref &s : guard_.sockets()) {
+		auto &f = now[s.inode];
+		f.first = std::max(f.first, s.floor.snd);
+		f.second = std::max(f.second, s.floor.rcv);
+	}
+	for (auto it = watched_.begin(); it != watched_.end();) {
+		if (now.count(it->first)) {
+			++it;
+			continue;
+		}
+		ev_.unwatch(it->first);
+		it = watched_.erase(it);
+	}
+	for (const auto &[ino, f] : now) {
+		auto it = watched_.find(ino);
+		if (it != watched_.end() && it->second == f)
+			continue;
+		// Not in the map (full: -E2BIG, or no memory): the passes still
+		// keep it, at the net's interval.
+		if (ev_.watch(ino, f.first, f.second) == 0)
+			watched_[ino] = f;
+	}
+}
+
+void host::on_records()
+{
+	inos_.clear();
+	posted_ns_.clear();
+	if (ev_.drain(&inos_, &posted_ns_) < 0 && inos_.empty())
+		return;
+	const uint64_t lost = ev_.lost();
+	const uint64_t lost_now = lost - lost_seen_;
+	lost_seen_ = lost;
+	metrics_.records(double(inos_.size()), double(lost_now));
+	const auto cb = [this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
+			       const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); };
+	for (size_t i = 0; i < inos_.size(); i++) {
+		const uint32_t ino = inos_[i];
+		auto w = watched_.find(ino);
+		if (w == watched_.end()) {
+			ev_.unwatch(ino); // no longer the daemon's
+			continue;
+		}
+		// The mark first, then the restore: a cut between the two posts
+		// again (a harmless second look), where the other order would
+		// leave a socket cut after the restore with no record at all.
+		if (ev_.clear(ino, w->second.first, w->second.second) < 0)
+			unclear_.push_back(ino);
+		posted_now_ = i < posted_ns_.size() ? posted_ns_[i] : 0;
+		const bool guarded = guard_.restore_inode(ino, cb);
+		posted_now_ = 0;
+		if (!guarded) {
+			ev_.unwatch(ino);
+			watched_.erase(w);
+		}
+	}
+	if (lost_now)
+		full_pass(); // a record had no room: look at everything
 }
 
 } // namespace sockbuf::daemon

@@ -17,8 +17,18 @@
 // Sockets are read from this network namespace's inet_diag dump: a
 // process in another network namespace is skipped and counted
 // (reason "netns").
+//
+// With events (--events on, where the programs load: CAP_BPF and
+// CAP_PERFMON, BTF, fexit) one set of the guard's event programs serves
+// the host: every guarded socket's inode and floors are in its map, a cut
+// posts a record, and the daemon restores the socket named (the same
+// restore, identity check included) and observes how long it was below.
+// Passes then run only for sockets new to the set (at most every
+// --interval ms), after lost records, and every --net-interval ms (the
+// safety net for cuts the programs do not see: setsockopt, kTLS).
 #pragma once
 
+#include "guard_events.h"
 #include "metrics.h"
 #include "options.h"
 #include "remote_guard.h"
@@ -28,6 +38,8 @@
 #include <set>
 #include <string>
 #include <sys/types.h>
+#include <utility>
+#include <vector>
 
 namespace sockbuf::daemon
 {
@@ -43,8 +55,17 @@ public:
 	// Every table read whole at the next tick (SIGHUP).
 	void reread_all() { force_all_ = true; }
 
-	// Discovery and one pass.  @now_ms: CLOCK_MONOTONIC.
+	// Discovery and, when due, a pass.  @now_ms: CLOCK_MONOTONIC.
 	void tick(uint64_t now_ms);
+
+	// The event source: 0 when its programs drive restores, else why not
+	// (-errno of bpf::event_source::open(), -ECANCELED with --events off).
+	int events_err() const { return ev_err_; }
+	unsigned int events_attached() const { return ev_.attached(); }
+	// Readable while records wait; -1 without events.
+	int events_fd() const { return ev_err_ == 0 ? ev_.fd() : -1; }
+	// Restores the sockets the records name.
+	void on_records();
 
 	size_t sockets() const { return guard_.size(); }
 	size_t processes() const { return procs_.size(); }
@@ -64,6 +85,8 @@ private:
 	void refuse(pid_t pid, watched &w, const char *reason, const std::string &why);
 	void restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 		      const struct sockbuf_report &rep);
+	void full_pass();
+	void sync_watch(); // the event map follows the guard's set
 
 	const options &opt_;
 	metrics &metrics_;
@@ -74,6 +97,17 @@ private:
 	bool force_all_ = false;
 	uint64_t next_net_ms_ = 0;
 	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
+
+	bpf::event_source ev_;
+	int ev_err_ = -ECANCELED;
+	std::map<uint32_t, std::pair<int, int>> watched_; // inode -> floors in the event map
+	std::vector<uint32_t> inos_;			  // drained records
+	std::vector<uint64_t> posted_ns_;		  // and when each was posted
+	std::vector<uint32_t> unclear_; // marks a clear() failed on: looked at again each tick
+	uint64_t lost_seen_ = 0;
+	uint64_t posted_now_ = 0;   // the record being restored (0: a pass)
+	bool set_changed_ = false;  // the guard's set moved since the last pass
+	uint64_t next_pass_ms_ = 0; // with events: the earliest pass for new sockets
 };
 
 } // namespace sockbuf::daemon

@@ -92,8 +92,18 @@ int main(int argc, char **argv)
 		m.write_file(opt.metrics_file);
 	notify(fmt::format("READY=1\nSTATUS=serving {} processes, {} sockets", h.processes(),
 			   h.sockets()));
-	fmt::print(stderr, "sockbufd: serving {} processes, {} sockets; a pass every {} ms\n",
-		   h.processes(), h.sockets(), opt.interval_ms);
+	if (h.events_err() == 0)
+		fmt::print(stderr,
+			   "sockbufd: serving {} processes, {} sockets; events on (one program "
+			   "set for the host), a full pass every {} ms\n",
+			   h.processes(), h.sockets(), opt.net_ms);
+	else
+		fmt::print(stderr,
+			   "sockbufd: serving {} processes, {} sockets; events {}: {}, a pass "
+			   "every {} ms\n",
+			   h.processes(), h.sockets(), opt.events ? "refused" : "off",
+			   opt.events ? std::strerror(-h.events_err()) : "--events off",
+			   opt.interval_ms);
 
 	uint64_t next_pass = monotonic_ms() + opt.interval_ms;
 	uint64_t next_file = monotonic_ms() + 1000;
@@ -101,8 +111,10 @@ int main(int argc, char **argv)
 	for (;;) {
 		const uint64_t now = monotonic_ms();
 		const int wait = next_pass > now ? int(next_pass - now) : 0;
-		struct pollfd fds[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
-		const int n = poll(fds, ifd >= 0 ? 2 : 1, wait);
+		// -1 entries are skipped by poll(): no inotify, no events.
+		struct pollfd fds[3] = {
+		    {sfd, POLLIN, 0}, {ifd, POLLIN, 0}, {h.events_fd(), POLLIN, 0}};
+		const int n = poll(fds, 3, wait);
 		if (n < 0 && errno != EINTR) {
 			fmt::print(stderr, "sockbufd: poll: {}\n", std::strerror(errno));
 			return 1;
@@ -125,6 +137,8 @@ int main(int argc, char **argv)
 				;
 			h.dir_changed();
 		}
+		if (n > 0 && (fds[2].revents & POLLIN))
+			h.on_records();
 		if (monotonic_ms() < next_pass)
 			continue;
 		h.tick(monotonic_ms());

@@ -14,6 +14,7 @@ namespace sockbuf::daemon
 
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
 
 metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 {
@@ -24,7 +25,8 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 	restores_ = &BuildCounter()
 			 .Name("sockbuf_restores_total")
 			 .Help("Buffer directions raised back to their floor, by the "
-			       "daemon (source=\"daemon\")")
+			       "daemon (source=\"daemon\"), found by an event record "
+			       "(found=\"event\") or a pass (found=\"pass\")")
 			 .Register(*registry_);
 	refusals_ = &BuildCounter()
 			 .Name("sockbuf_refusals_total")
@@ -55,6 +57,28 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 	pass_seconds_ = &BuildCounter()
 			     .Name("sockbuf_pass_seconds_total")
 			     .Help("Wall time spent in passes")
+			     .Register(*registry_)
+			     .Add({});
+	below_ = &BuildHistogram()
+		      .Name("sockbuf_below_floor_seconds")
+		      .Help("Time a socket the event programs saw cut stayed below its floor, "
+			    "from the kernel function's exit to the restore")
+		      .Register(*registry_);
+	events_up_ = &BuildGauge()
+			  .Name("sockbuf_event_source_up")
+			  .Help("1 while the host's event programs drive restores, 0 while "
+				"the daemon polls")
+			  .Register(*registry_)
+			  .Add({});
+	records_ = &BuildCounter()
+			.Name("sockbuf_event_records_total")
+			.Help("Records read: sockets the kernel left below a floor")
+			.Register(*registry_)
+			.Add({});
+	records_lost_ = &BuildCounter()
+			     .Name("sockbuf_event_records_lost_total")
+			     .Help("Records the ring buffer had no room for (each followed "
+				   "by a full pass)")
 			     .Register(*registry_)
 			     .Add({});
 	processes_ = &BuildGauge()
@@ -111,9 +135,27 @@ void metrics::dips(const service &s, double n)
 	dips_->Add({{"comm", s.comm}, {"unit", s.unit}}).Increment(n);
 }
 
-void metrics::restores(const service &s, const char *source, double n)
+void metrics::restores(const service &s, const char *source, const char *found, double n)
 {
-	restores_->Add({{"comm", s.comm}, {"unit", s.unit}, {"source", source}}).Increment(n);
+	restores_->Add({{"comm", s.comm}, {"unit", s.unit}, {"source", source}, {"found", found}})
+	    .Increment(n);
+}
+
+// 100 us to 1 s: an event restore takes about a millisecond; the tail is
+// the scheduler's and the daemon's other work.
+void metrics::below_floor(const service &s, double seconds)
+{
+	static const prometheus::Histogram::BucketBoundaries bounds = {
+	    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+	below_->Add({{"comm", s.comm}, {"unit", s.unit}}, bounds).Observe(seconds);
+}
+
+void metrics::records(double read, double lost)
+{
+	if (read > 0)
+		records_->Increment(read);
+	if (lost > 0)
+		records_lost_->Increment(lost);
 }
 
 void metrics::refusals(const service &s, const char *reason, double n)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sockbufd's metrics, through prometheus-cpp: per service (the process's
 // name and, where systemd runs it, its unit) the sockets guarded, the
-// directions found below their floor, the restores, the refusals; per
-// host the tables read and refused.  Served on a loopback address and/or
+// directions found below their floor, the restores, the refusals, the
+// time below the floor of the cuts the event programs saw; per host the
+// tables read and refused, the event source's records.  Served on a loopback address and/or
 // written as a node_exporter textfile (a temporary file renamed over the
 // old one: a scrape never sees half of it).
 #pragma once
@@ -10,6 +11,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <map>
@@ -44,7 +46,15 @@ public:
 	int write_file(const std::string &path) const;
 
 	void dips(const service &s, double n);
-	void restores(const service &s, const char *source, double n);
+	// @found: "event" (a record named the socket) or "pass".
+	void restores(const service &s, const char *source, const char *found, double n);
+	// How long a socket the event programs saw cut stayed below its
+	// floor: from the exit of the kernel function that cut it to the
+	// restore's return.
+	void below_floor(const service &s, double seconds);
+	// The event source: up (1) or polling (0); records read and lost.
+	void events_up(bool up) { events_up_->Set(up ? 1 : 0); }
+	void records(double read, double lost);
 	void refusals(const service &s, const char *reason, double n);
 	// Sockets guarded per service, as counted in the last pass (services
 	// not given are set to 0).
@@ -60,7 +70,9 @@ private:
 	prometheus::Family<prometheus::Counter> *dips_, *restores_, *refusals_, *refused_;
 	prometheus::Family<prometheus::Gauge> *guarded_;
 	prometheus::Counter *tables_read_, *passes_, *pass_seconds_;
-	prometheus::Gauge *processes_;
+	prometheus::Gauge *processes_, *events_up_;
+	prometheus::Family<prometheus::Histogram> *below_;
+	prometheus::Counter *records_, *records_lost_;
 	std::map<std::pair<std::string, std::string>, prometheus::Gauge *> guarded_seen_;
 };
 

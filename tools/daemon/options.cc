@@ -19,6 +19,7 @@ namespace
 constexpr const char *usage_text =
     "usage: sockbufd [--metrics-file PATH] [--metrics-listen ADDR:PORT]\n"
     "                [--interval MS] [--net-interval MS] [--reread MS]\n"
+    "                [--events on|off]\n"
     "\n"
     "Keeps the buffer floors every process on this host publishes (the\n"
     "sockbuf library's guard, `sockbuf run`): a socket cut below its floor\n"
@@ -27,8 +28,14 @@ constexpr const char *usage_text =
     "  --metrics-file PATH        write Prometheus text format there every second\n"
     "                             (node_exporter textfile; written atomically)\n"
     "  --metrics-listen ADDR:PORT serve /metrics there (e.g. 127.0.0.1:9611)\n"
-    "  --interval MS              a pass over the guarded sockets (default 100)\n"
-    "  --net-interval MS          every floor table read whole at least this\n"
+    "  --events on|off            wake on the kernel's cuts: one BPF program set\n"
+    "                             for the host (default on; polls where it does\n"
+    "                             not load)\n"
+    "  --interval MS              polling: a pass over the guarded sockets\n"
+    "                             (default 100); with events, the shortest time\n"
+    "                             between passes for new sockets\n"
+    "  --net-interval MS          every floor table read whole, and with events\n"
+    "                             a full pass (the safety net), at least this\n"
     "                             often (default 60000)\n"
     "  --reread MS                a table that changed read again at most this\n"
     "                             often (default 100)\n"
@@ -73,6 +80,7 @@ int parse_options(int argc, char **argv, options *out)
 	    {"interval", required_argument, nullptr, 'i'},
 	    {"net-interval", required_argument, nullptr, 'n'},
 	    {"reread", required_argument, nullptr, 'r'},
+	    {"events", required_argument, nullptr, 'e'},
 	    {"help", no_argument, nullptr, 'h'},
 	    {"version", no_argument, nullptr, 'V'},
 	    {nullptr, 0, nullptr, 0},
@@ -109,6 +117,11 @@ int parse_options(int argc, char **argv, options *out)
 			if (!parse_ms(optarg, &out->reread_ms))
 				return bad("--reread", optarg, "want milliseconds, 1-3600000");
 			break;
+		case 'e':
+			if (std::strcmp(optarg, "on") != 0 && std::strcmp(optarg, "off") != 0)
+				return bad("--events", optarg, "want on or off");
+			out->events = std::strcmp(optarg, "on") == 0;
+			break;
 		case 'h':
 			fmt::print("{}", usage_text);
 			return 1;
@@ -117,7 +130,7 @@ int parse_options(int argc, char **argv, options *out)
 			return 1;
 		default: {
 			const char *arg = at < argc ? argv[at] : "?";
-			if (optopt && std::strchr("flinr", optopt))
+			if (optopt && std::strchr("flinre", optopt))
 				fmt::print(stderr, "sockbufd: {} needs a value\n", arg);
 			else
 				fmt::print(stderr, "sockbufd: unknown option '{}'\n", arg);

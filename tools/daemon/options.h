@@ -13,6 +13,7 @@ struct options {
 	unsigned interval_ms = 100; // a pass over the guarded sockets
 	unsigned net_ms = 60000;    // every table read whole, whatever its header says
 	unsigned reread_ms = 100;   // a table read again at most this often
+	bool events = true;	    // one BPF program set for the host, where it loads
 };
 
 // Parses argv into @out.  0: run; 1: done (--help, --version printed);

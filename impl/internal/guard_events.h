@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The floor guard's event source (SOCKBUF_GUARD_EVENTS,
-// bpf/guard_events.bpf.c): fexit programs on the kernel functions that
-// cut a TCP send buffer post the inode of each guarded socket found below
-// its floor to a ring buffer, one record per socket until the guard has
-// looked at it (clear()).  The guard wakes on fd() and restores only the
-// sockets named, through its usual restore path and identity check.
+// bpf/guard_events.bpf.c), also sockbufd's (one set for the host): fexit programs on the kernel
+// functions that cut a TCP send buffer post the inode of each guarded socket found below its floor
+// to a ring buffer, one record per socket until the guard has looked at it (clear()).  The guard
+// wakes on fd() and restores only the sockets named, through its usual restore path and identity
+// check.
 //
 // Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
 // CAP_PERFMON (or root), a kernel with BTF, fexit trampolines and the BPF
@@ -77,9 +77,11 @@ public:
 	int clear(uint32_t ino, int snd, int rcv);
 	void unwatch(uint32_t ino);
 
-	// Appends the inodes of the records waiting to @out (never blocks).
-	// The number appended, or -errno.
-	int drain(std::vector<uint32_t> *out);
+	// Appends the inodes of the records waiting to @out (never blocks),
+	// and when @posted_ns is given the time each was posted there
+	// (CLOCK_MONOTONIC, ns: the exit of the kernel function that cut the
+	// socket).  The number appended, or -errno.
+	int drain(std::vector<uint32_t> *out, std::vector<uint64_t> *posted_ns = nullptr);
 
 	// Records the ring had no room for, since open().
 	uint64_t lost() const;
@@ -112,7 +114,8 @@ private:
 	struct state;
 	state *st_ = nullptr;
 	unsigned int attached_ = 0;
-	std::vector<uint32_t> *sink_ = nullptr; // drain()'s, for the callback
+	std::vector<uint32_t> *sink_ = nullptr;	   // drain()'s, for the callback
+	std::vector<uint64_t> *sink_ns_ = nullptr; // and its times, when asked
 	uint64_t max_wait_ns_ = 0;
 	uint64_t records_at_[n_points] = {};
 #ifdef SOCKBUF_TEST_SEAM

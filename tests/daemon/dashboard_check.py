@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The sample Grafana dashboard (docs/grafana/sockbufd.json) asks only for
-metrics sockbufd exports (the names registered in tools/daemon/metrics.cc),
-with the labels they carry, and is valid JSON with a unique id per panel.
+metrics sockbufd exports (the names registered in tools/daemon/metrics.cc,
+a histogram's _bucket, _sum and _count), with the labels they carry, and is valid JSON with a unique id per panel.
 
 usage: dashboard_check.py DASHBOARD METRICS_CC"""
 import json
@@ -14,7 +14,12 @@ def main():
     dash = json.load(open(sys.argv[1]))
     src = open(sys.argv[2]).read()
     names = set(re.findall(r'\.Name\("([a-z_]+)"\)', src))
+    # A histogram is exported as NAME_bucket (label le), NAME_sum, NAME_count.
+    hists = set(re.findall(r'BuildHistogram\(\)\s*\.Name\("([a-z_]+)"\)', src))
+    names |= {h + sfx for h in hists for sfx in ("_bucket", "_sum", "_count")}
     labels = set(re.findall(r'\{"([a-z]+)", ', src)) | {"instance", "job"}
+    if hists:
+        labels.add("le")
     bad = []
     ids = [p["id"] for p in dash["panels"]]
     if len(ids) != len(set(ids)):

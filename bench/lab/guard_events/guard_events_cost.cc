@@ -21,7 +21,14 @@
 // noise of a busy host the way an A/B of throughput does.  It leaves out
 // the trampoline's own entry and exit.
 //
-//   guard_events_cost [--bpf-stats] [seconds-per-round=2] [rounds=6] [sockets=10000]
+// With --sets K1,K2,... the arms are program sets instead: K guards with
+// events in this process, each loading its own set (as K processes with
+// a guard each would; sockbufd loads one for the host), the idle sockets
+// shared out among them; "off" first.  The kernel attaches about 38
+// programs to one function (BPF_MAX_TRAMP_LINKS): a set past that fails
+// (E2BIG), and the arm reports how many loaded.
+//
+//   guard_events_cost [--bpf-stats] [--sets K,...] [seconds-per-round=2] [rounds=6] [sockets=10000]
 #include "lab_stats.h"
 
 #include <sockbuf/sockbuf.h>
@@ -128,6 +135,65 @@ void prog_stats(uint64_t *cnt, uint64_t *ns)
 	}
 }
 
+// --sets: "off", then per count K, K guards with events (K program sets)
+// sharing the idle sockets.
+int sets_arms(const std::vector<int> &sets, const std::vector<int> &idle, double secs, int rounds)
+{
+	const size_t arms = sets.size() + 1;
+	std::vector<std::vector<double>> gbit(arms), cpu(arms);
+	std::vector<int> loaded(arms, 0), first_err(arms, 0);
+	for (int r = 0; r < rounds; r++) {
+		for (size_t arm = 0; arm < arms; arm++) {
+			const int k = arm == 0 ? 0 : sets[arm - 1];
+			std::vector<int> guards;
+			int err = 0;
+			for (int j = 0; j < k; j++) {
+				const int g = sockbuf_guard_new(SOCKBUF_GUARD_EVENTS);
+				struct sockbuf_guard_event_totals ev = {};
+				if (g >= 0)
+					sockbuf_guard_event_stats(g, &ev);
+				if (g < 0 || ev.err != 0) {
+					err = g < 0 ? g : ev.err;
+					if (g >= 0)
+						sockbuf_guard_destroy(g);
+					break;
+				}
+				guards.push_back(g);
+			}
+			const struct sockbuf_floor fl = {4096, 0};
+			for (size_t i = 0; !guards.empty() && i < idle.size(); i++)
+				if (sockbuf_guard_add(guards[i % guards.size()], idle[i], &fl) !=
+				    0) {
+					fprintf(stderr, "add failed\n");
+					return 3;
+				}
+			loaded[arm] = int(guards.size());
+			first_err[arm] = err;
+			result res;
+			const bool ok = transfer(secs, &res);
+			for (int g : guards)
+				sockbuf_guard_destroy(g);
+			if (!ok) {
+				fprintf(stderr, "transfer: %s\n", strerror(errno));
+				return 4;
+			}
+			gbit[arm].push_back(res.gbit_s);
+			cpu[arm].push_back(res.cpu_s_per_gb);
+			printf("round %d sets=%-3d (loaded %d%s%s) %6.2f Gbit/s %6.3f CPU-s/GB\n",
+			       r, k, loaded[arm], err ? ", then " : "",
+			       err ? strerrorname_np(-err) : "", res.gbit_s, res.cpu_s_per_gb);
+			fflush(stdout);
+		}
+	}
+	for (size_t arm = 0; arm < arms; arm++)
+		printf(
+		    "median sets=%-3d loaded %-3d %6.2f Gbit/s %6.3f CPU-s/GB (%+.1f %% CPU/GB vs "
+		    "off; %zu idle sockets shared)\n",
+		    arm == 0 ? 0 : sets[arm - 1], loaded[arm], median(gbit[arm]), median(cpu[arm]),
+		    100 * (median(cpu[arm]) / median(cpu[0]) - 1), idle.size());
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -137,6 +203,21 @@ int main(int argc, char **argv)
 		stats = true;
 		argv++;
 		argc--;
+	}
+	std::vector<int> sets;
+	if (argc > 2 && strcmp(argv[1], "--sets") == 0) {
+		for (const char *p = argv[2]; *p;) {
+			char *end = nullptr;
+			const long k = strtol(p, &end, 10);
+			if (end == p || k < 1 || k > 256) {
+				fprintf(stderr, "--sets wants counts 1-256, comma-separated\n");
+				return 2;
+			}
+			sets.push_back(int(k));
+			p = *end == ',' ? end + 1 : end;
+		}
+		argv += 2;
+		argc -= 2;
 	}
 	const double secs = argc > 1 ? atof(argv[1]) : 2.0;
 	const int rounds = argc > 2 ? atoi(argv[2]) : 6;
@@ -166,6 +247,8 @@ int main(int argc, char **argv)
 		}
 		idle.push_back(f);
 	}
+	if (!sets.empty())
+		return sets_arms(sets, idle, secs, rounds);
 	const char *names[3] = {"off", "on-0", "on-N"};
 	std::vector<double> gbit[3], cpu[3];
 	for (int r = 0; r < rounds; r++) {

@@ -13,7 +13,8 @@ guard, polling every 10 ms: no CAP_BPF), its accepted connection's floor
             "daemon", and the next cut is restored by the daemon (its
             sockbuf_restores_total{source="daemon"} moves; a guard that
             had not stood down would have restored it first at 10 ms
-            against the daemon's 50 ms).
+            against the daemon's 50 ms); the time spent on the server's
+            table is accounted to it (sockbuf_table_read_seconds_total).
   resume    sockbufd killed with SIGKILL: the shim says it serves its
             floors again, and a cut is restored (by the guard: no daemon
             runs) within 2 s.
@@ -126,6 +127,10 @@ def body(ns, args, tmp):
         rp.check(back and (after or 0) == before + 1,
                  f"handover: cut to {got}, back to {rp.rcvbuf(s)}; the daemon's restores "
                  f"{before} -> {after} (the process's guard stood down)")
+
+        cost = metric(prom, "sockbuf_table_read_seconds_total", comm="python3")
+        rp.check(cost is not None and 0 < cost < 1,
+                 f"cost accounting: reading python3's table took {cost} s in all")
 
         end(daemon, signal.SIGKILL)
         daemon = None

@@ -50,6 +50,13 @@ service service_of(pid_t pid)
 	return s;
 }
 
+uint64_t now_us()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000 + uint64_t(ts.tv_nsec) / 1000;
+}
+
 } // namespace
 
 host::host(const options &o, metrics &m)
@@ -129,6 +136,16 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 		       "in another network namespace (sockbufd serves its own: run one there)");
 		return;
 	}
+	// Per-service cost: what reading this process's table and finding
+	// its sockets took (a process that rewrites its table all the time
+	// shows here, and is read at most every --reread ms).
+	const uint64_t t0 = now_us();
+	struct cost_guard {
+		host *h;
+		const watched *w;
+		uint64_t t0;
+		~cost_guard() { h->metrics_.table_cost(w->svc, double(now_us() - t0) / 1e6); }
+	} cost{this, &w, t0};
 	registry::table t;
 	std::string why;
 	const int ret = registry::read_pid(pid, &t, &why);

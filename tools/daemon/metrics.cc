@@ -40,6 +40,11 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 			.Help("Floor tables skipped, each once per reason: not the process's "
 			      "file, bad contents, another network namespace")
 			.Register(*registry_);
+	table_cost_ = &BuildCounter()
+			   .Name("sockbuf_table_read_seconds_total")
+			   .Help("Time spent reading a service's floor tables whole and finding "
+				 "their sockets in its descriptor table")
+			   .Register(*registry_);
 	guarded_ = &BuildGauge()
 			.Name("sockbuf_guarded_sockets")
 			.Help("Sockets whose floors the daemon keeps")
@@ -182,6 +187,11 @@ void metrics::guarded(const std::map<std::pair<std::string, std::string>, double
 void metrics::processes(double n)
 {
 	processes_->Set(n);
+}
+
+void metrics::table_cost(const service &s, double seconds)
+{
+	table_cost_->Add({{"comm", s.comm}, {"unit", s.unit}}).Increment(seconds);
 }
 
 void metrics::table_refused(const char *reason)

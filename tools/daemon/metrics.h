@@ -62,12 +62,16 @@ public:
 	void processes(double n);
 	void table_read() { tables_read_->Increment(); }
 	void table_refused(const char *reason);
+	// Time spent reading a service's floor table whole and finding its
+	// sockets (per-process cost accounting).
+	void table_cost(const service &s, double seconds);
 	void pass(double seconds);
 
 private:
 	std::shared_ptr<prometheus::Registry> registry_;
 	std::unique_ptr<prometheus::Exposer> exposer_;
-	prometheus::Family<prometheus::Counter> *dips_, *restores_, *refusals_, *refused_;
+	prometheus::Family<prometheus::Counter> *dips_, *restores_, *refusals_, *refused_,
+	    *table_cost_;
 	prometheus::Family<prometheus::Gauge> *guarded_;
 	prometheus::Counter *tables_read_, *passes_, *pass_seconds_;
 	prometheus::Gauge *processes_, *events_up_;

@@ -60,6 +60,7 @@ guard::process::~process()
 void guard::end()
 {
 	socks_.clear();
+	set_gen_++;
 	procs_.clear();
 }
 
@@ -122,6 +123,7 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bo
 		break;
 	}
 	socks_.push_back(s);
+	set_gen_++;
 	for (registry::source w : {registry::by_shim, registry::by_guard}) {
 		if (!(who_ & w))
 			continue;
@@ -139,6 +141,7 @@ void guard::release()
 		p->table.release();
 	procs_.clear();
 	socks_.clear();
+	set_gen_++;
 }
 
 void guard::after_fork_child()
@@ -155,6 +158,7 @@ void guard::drop(size_t i, verdict why)
 	const socket_ref s = socks_[i];
 	socks_[i] = socks_.back();
 	socks_.pop_back();
+	set_gen_++;
 	if (why == gone)
 		totals_.gone++;
 	else if (why == reused)
@@ -245,12 +249,19 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 
 bool guard::restore_inode(uint32_t inode, const restore_fn &restored)
 {
-	for (size_t i = 0; i < socks_.size(); i++)
-		if (socks_[i].inode == inode) {
-			restore(i, -1, -1, restored);
-			return true;
-		}
-	return false;
+	// The index is made again after the set changed: records come in
+	// bursts under pressure, the set's changes rarely.
+	if (by_inode_gen_ != set_gen_) {
+		by_inode_.clear();
+		for (size_t i = 0; i < socks_.size(); i++)
+			by_inode_.emplace(socks_[i].inode, i); // the first of a shared socket's
+		by_inode_gen_ = set_gen_;
+	}
+	auto it = by_inode_.find(inode);
+	if (it == by_inode_.end())
+		return false;
+	restore(it->second, -1, -1, restored);
+	return true;
 }
 
 void guard::pass(const restore_fn &restored)

@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <time.h>
+#include <unordered_map>
 #include <vector>
 
 namespace sockbuf::cli::remote
@@ -122,7 +123,7 @@ public:
 	// The socket of @inode (a record of an event source named it):
 	// taken, its identity checked, its sizes read through the copy, and
 	// restored if below its floor, as a pass would.  false: no socket of
-	// that inode is guarded.  A linear search: records are rare.
+	// that inode is guarded.
 	bool restore_inode(uint32_t inode, const restore_fn &restored);
 	// Every guarded socket (for an event source's map of watched inodes).
 	const std::vector<socket_ref> &sockets() const { return socks_; }
@@ -171,6 +172,9 @@ private:
 	const bool restore_;
 	const uint32_t who_;
 	std::vector<socket_ref> socks_;
+	uint64_t set_gen_ = 0;				// moves whenever socks_ does
+	std::unordered_map<uint32_t, size_t> by_inode_; // restore_inode()'s, as of by_inode_gen_
+	uint64_t by_inode_gen_ = ~uint64_t(0);
 	std::map<pid_t, std::unique_ptr<process>> procs_;
 	diag::session diag_;
 	int dump_err_ = 0;

@@ -17,4 +17,5 @@ grep -qx 'Type=notify' "$unit" || { echo "FAIL: not Type=notify"; fail=1; }
 grep -qx 'CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_NET_ADMIN CAP_BPF CAP_PERFMON' "$unit" ||
 	{ echo "FAIL: capability bounding set changed"; fail=1; }
 grep -q '^ExecStart=/.*/sockbufd ' "$unit" || { echo "FAIL: ExecStart has no absolute path"; fail=1; }
+grep -qx 'Nice=-10' "$unit" || { echo "FAIL: not ahead of the workloads (Nice=-10)"; fail=1; }
 exit $fail

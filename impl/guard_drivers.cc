@@ -184,7 +184,11 @@ void floor_guard::drive(unsigned int net_us, unsigned int poll_us, bool events)
 // daemon's pidfd or a stop woke it, 0 at the deadline.
 int floor_guard::wait_served(int pidfd, int64_t until_ns)
 {
-	const int64_t left = until_ns - now_ns();
+	int64_t left = until_ns - now_ns();
+	// Without the stop eventfd (eventfd() failed) stop() only sets the
+	// word: look at it every 100 ms rather than once a net interval.
+	if (wake_fd_ < 0)
+		left = std::min<int64_t>(left, 100'000'000);
 	const int timeout_ms =
 	    left <= 0 ? 0 : int(std::min<int64_t>((left + 999'999) / 1'000'000, INT_MAX));
 	struct pollfd p[2] = {{pidfd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};

@@ -236,6 +236,31 @@ TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 	EXPECT_EQ(daemon_of(gs.g.id).resumes, 1u);
 }
 
+// A served thread sleeps until the net's pass (a minute): stop() still
+// ends it at once (the stop eventfd is in its wait).
+TEST(GuardHandover, StopIsPromptWhileServed)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(0, false);
+	ASSERT_GE(gs.g.id, 0);
+	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
+	struct sockbuf_guard_daemon_totals dm = {};
+	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 1);
+		dm = daemon_of(gs.g.id);
+	}
+	ASSERT_EQ(dm.handovers, 1u);
+	const auto t0 = std::chrono::steady_clock::now();
+	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+	const double took =
+	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	EXPECT_LT(took, 1.0) << "stop() waited for the served thread's net pass";
+}
+
 // Presence files a guard must not trust, and guards that must not hand
 // over: each keeps serving itself and says why.
 TEST(GuardHandover, RefusesWhatIsNotALiveRootDaemonOfItsNamespace)

@@ -29,7 +29,6 @@ Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 import argparse
 import os
 import pwd
-import re
 import signal
 import socket
 import subprocess
@@ -37,8 +36,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shim"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "shim"))
+sys.path.insert(0, HERE)
 import real_programs as rp  # noqa: E402
+from daemon_lab import SERVER_PYTHON, Daemon, metric, start_time, until  # noqa: E402
 
 PORT = 5611
 BYTES = 1 << 20
@@ -46,9 +48,6 @@ FLOOR = 131072
 CUT = 4096  # stored as 8192
 TABLE_SIZE = 64 + 8192 * 32
 PRESENCE = "/run/sockbufd/serving"
-# The system's Python for the server run as nobody (a Python under
-# /root would not be reachable by that user).
-SERVER_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
 def cut(s):
@@ -57,42 +56,10 @@ def cut(s):
     return rp.rcvbuf(s)
 
 
-def until(pred, seconds):
-    """pred()'s first true value within @seconds, else its last value."""
-    end = time.monotonic() + seconds
-    while True:
-        v = pred()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(0.02)
-
-
-def metric(path, name, **labels):
-    """The sum of @name's samples whose labels include @labels, or None."""
-    try:
-        text = open(path).read()
-    except OSError:
-        return None
-    total = None
-    for line in text.splitlines():
-        m = re.match(r"^%s(\{([^}]*)\})? (\S+)$" % re.escape(name), line)
-        if not m:
-            continue
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total = (total or 0) + float(m.group(3))
-    return total
-
-
 def served_by(sockbuf, pid, fd):
     """`sockbuf show --json`'s served_by for @fd of @pid, or None."""
     j = rp.show(sockbuf, pid) or {}
     return next((x.get("served_by") for x in j.get("sockets", []) if x["fd"] == fd), None)
-
-
-def start_time(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[19])
 
 
 def options_checks(sockbufd):
@@ -102,28 +69,6 @@ def options_checks(sockbufd):
         r = subprocess.run([sockbufd] + argv, capture_output=True, text=True, timeout=10)
         rp.check(r.returncode == 2 and word in r.stderr,
                  f"options: {' '.join(argv)}: exit {r.returncode}, named")
-
-
-class Daemon:
-    def __init__(self, ns, sockbufd, tmp, n):
-        self.metrics = os.path.join(tmp, "sockbufd.prom")
-        self.log = open(os.path.join(tmp, f"sockbufd.{n}.log"), "w+")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, sockbufd, "--interval", "10",
-                                      "--metrics-file", self.metrics],
-                                     stdout=subprocess.DEVNULL, stderr=self.log)
-
-    def text(self):
-        self.log.flush()
-        with open(self.log.name) as f:
-            return f.read()
-
-    def end(self, sig):
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
 
 
 def body(ns, args, tmp):

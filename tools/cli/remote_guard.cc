@@ -218,20 +218,17 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		len = sizeof(v);
 		if (s.floor.rcv > 0 && getsockopt(dup, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0)
 			rcv = v;
-		if ((s.floor.snd <= 0 || snd < 0 || snd >= s.floor.snd) &&
-		    (s.floor.rcv <= 0 || rcv < 0 || rcv >= s.floor.rcv)) {
+		if ((s.floor.snd <= 0 || snd < 0 || snd >= s.want_snd()) &&
+		    (s.floor.rcv <= 0 || rcv < 0 || rcv >= s.want_rcv())) {
 			close(dup); // back already (or never below): nothing to write
 			return;
 		}
 	}
 	unsigned int flags = SOCKBUF_F_FALLBACK_DEFAULT;
-	if (it != procs_.end() && may_force_) {
-		int &force = it->second->force;
-		if (force < 0)
-			force = may_force_(s.pid) ? 1 : 0;
-		if (force == 1)
-			flags |= SOCKBUF_F_ALLOW_FORCE;
-	}
+	// Asked at every restore, never remembered: a process that drops
+	// CAP_NET_ADMIN must not be raised past its own limits afterwards.
+	if (it != procs_.end() && may_force_ && may_force_(s.pid))
+		flags |= SOCKBUF_F_ALLOW_FORCE;
 	struct sockbuf_report rep;
 	const int ret = sockbuf_restore_floor(dup, &s.floor, flags, &rep);
 	close(dup);
@@ -243,6 +240,15 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		if (r->strategy != SOCKBUF_STRAT_HELD && r->strategy != SOCKBUF_STRAT_DEFAULT &&
 		    r->strategy != SOCKBUF_STRAT_NONE)
 			totals_.restored++;
+	// Short of the floor (the owner's own limit): that is the most this
+	// socket can be kept at, until the next restore asks again.
+	socket_ref &kept = socks_[i];
+	kept.reach_snd = s.floor.snd && rep.snd.effective > 0 && rep.snd.effective < s.floor.snd
+			     ? rep.snd.effective
+			     : 0;
+	kept.reach_rcv = s.floor.rcv && rep.rcv.effective > 0 && rep.rcv.effective < s.floor.rcv
+			     ? rep.rcv.effective
+			     : 0;
 	if (restored)
 		restored(s, snd, rcv, rep);
 }
@@ -324,8 +330,8 @@ void guard::pass(const restore_fn &restored)
 		for (size_t i = socks_.size(); i-- > 0;) {
 			const socket_ref &s = socks_[i];
 			const sizes &z = now[i];
-			const bool snd_below = s.floor.snd && z.snd >= 0 && z.snd < s.floor.snd;
-			const bool rcv_below = s.floor.rcv && z.rcv >= 0 && z.rcv < s.floor.rcv;
+			const bool snd_below = s.floor.snd && z.snd >= 0 && z.snd < s.want_snd();
+			const bool rcv_below = s.floor.rcv && z.rcv >= 0 && z.rcv < s.want_rcv();
 			if (!snd_below && !rcv_below)
 				continue;
 			totals_.below += uint64_t(snd_below) + uint64_t(rcv_below);

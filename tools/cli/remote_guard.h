@@ -47,6 +47,12 @@ struct socket_ref {
 	int family = 0;
 	struct sockbuf_floor floor = {0, 0};
 	bool inherited = false; // the floor is its listener's (published by_listener)
+	// The most the owner could set at the last restore, where that was
+	// short of the floor (its own limits: no CAP_NET_ADMIN); 0 otherwise.
+	// A socket at it is kept, not restored again at every pass.
+	int reach_snd = 0, reach_rcv = 0;
+	int want_snd() const { return reach_snd ? reach_snd : floor.snd; }
+	int want_rcv() const { return reach_rcv ? reach_rcv : floor.rcv; }
 };
 
 struct totals {
@@ -110,8 +116,8 @@ public:
 	// again at the next call), or -errno when @pid cannot be reached.
 	int sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors);
 
-	// Whether a restore for process @pid may use SO_*BUFFORCE (asked once
-	// per process, with the process's rights: force_rights.h).  Unset:
+	// Whether a restore for process @pid may use SO_*BUFFORCE (asked at
+	// every restore, with the process's rights: force_rights.h).  Unset:
 	// never.
 	void force_for(std::function<bool(pid_t)> may) { may_force_ = std::move(may); }
 
@@ -146,7 +152,6 @@ public:
 private:
 	struct process {
 		int pidfd = -1;
-		int force = -1; // may_force_'s answer, -1 not asked yet
 		registry::foreign_table table;
 		size_t sockets = 0;
 		process() = default;

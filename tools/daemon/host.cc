@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <ctime>
 #include <dirent.h>
@@ -88,6 +89,15 @@ void host::scan_dir()
 			w.start = start;
 			w.svc = service_of(pid_t(pid));
 		}
+		// Another file under the same name: the process exec'd (the new
+		// image makes its own table), and its count may equal the old
+		// one's.  Read it whole, and the process's name again.
+		if (w.file != uint64_t(e->d_ino)) {
+			if (w.file)
+				w.svc = service_of(pid_t(pid));
+			w.file = uint64_t(e->d_ino);
+			w.read = false;
+		}
 	}
 	closedir(d);
 	for (auto it = procs_.begin(); it != procs_.end();) {
@@ -97,6 +107,8 @@ void host::scan_dir()
 		}
 		guard_.sync_published(it->first, {}); // forgets its sockets
 		set_changed_ = true;
+		last_line_.erase(last_line_.lower_bound({it->first, INT_MIN}),
+				 last_line_.upper_bound({it->first, INT_MAX}));
 		it = procs_.erase(it);
 	}
 }
@@ -121,8 +133,10 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 		registry::header_info hi;
 		std::string why;
 		const int ret = registry::read_header(pid, w.start, &hi, &why);
-		if (ret == -ESRCH)
-			return; // gone: the next scan forgets it
+		if (ret == -ESRCH) {
+			dir_dirty_ = true; // gone (killed: no inotify event): forgotten next tick
+			return;
+		}
 		if (ret == 0 && hi.changes == w.changes && hi.changes != 0)
 			return; // unchanged (0: a writer that never counts)
 		if (now_ms < w.last_read_ms + opt_.reread_ms)
@@ -151,8 +165,10 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 	const int ret = registry::read_pid(pid, &t, &why);
 	w.read = true;
 	w.last_read_ms = now_ms;
-	if (ret == -ESRCH || ret == -ENOENT)
-		return; // gone: the next scan forgets it
+	if (ret == -ESRCH || ret == -ENOENT) {
+		dir_dirty_ = true; // gone: the next tick's scan forgets it
+		return;
+	}
 	if (ret < 0) {
 		refuse(pid, w, ret == -EPERM ? "owner" : (ret == -ESTALE ? "stale" : "contents"),
 		       why);

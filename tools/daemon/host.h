@@ -77,6 +77,7 @@ private:
 		uint32_t changes = 0;	   // the header's count at the last whole read
 		uint64_t last_read_ms = 0; // when
 		std::string refused;	   // the last reason it was skipped, said once
+		uint64_t file = 0;	   // the table's inode: another one after an exec
 		service svc;
 	};
 

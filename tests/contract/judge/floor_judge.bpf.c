@@ -56,7 +56,7 @@ struct dip_record {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	__uint(max_entries, 1 << 15);
 	__type(key, __u32); // the socket's inode
 	__type(value, struct watch);
 } watched SEC(".maps");

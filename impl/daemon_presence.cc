@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -40,10 +41,13 @@ int announce()
 	const std::string d = dir(), f = file(), tmp = f + ".tmp";
 	if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
 		return -errno;
-	char text[96];
-	const int len =
-	    std::snprintf(text, sizeof(text), "%d %" PRIu64 " %" PRIu64 "\n", getpid(),
-			  registry::process_start_time(getpid()), netns_of("/proc/self"));
+	struct stat shm = {};
+	stat(registry::default_dir, &shm); // zeros if none: no guard then matches
+	char text[160];
+	const int len = std::snprintf(
+	    text, sizeof(text), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", getpid(),
+	    registry::process_start_time(getpid()), netns_of("/proc/self"), uint64_t(shm.st_dev),
+	    uint64_t(shm.st_ino));
 	const int fd =
 	    open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
@@ -72,7 +76,7 @@ int read_serving(serving *out)
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
 	struct stat st;
-	char text[96];
+	char text[160];
 	ssize_t n = -EINVAL;
 	if (fstat(fd, &st) != 0)
 		n = -errno;
@@ -85,14 +89,17 @@ int read_serving(serving *out)
 		return int(n);
 	text[n] = '\0';
 	int pid = 0;
-	unsigned long long start = 0, ns = 0;
+	unsigned long long start = 0, ns = 0, dev = 0, ino = 0;
 	char end = 0;
-	if (std::sscanf(text, "%d %llu %llu%c", &pid, &start, &ns, &end) != 4 || end != '\n' ||
-	    pid <= 0 || start == 0 || ns == 0)
+	if (std::sscanf(text, "%d %llu %llu %llu %llu%c", &pid, &start, &ns, &dev, &ino, &end) !=
+		6 ||
+	    end != '\n' || pid <= 0 || start == 0 || ns == 0)
 		return -EINVAL;
 	out->pid = pid;
 	out->start = start;
 	out->netns = ns;
+	out->shm_dev = dev;
+	out->shm_ino = ino;
 	return 0;
 }
 
@@ -119,6 +126,22 @@ int serving_pidfd(serving *out)
 		return err;
 	if (netns_of("/proc/self") != s.netns)
 		return -EXDEV;
+	// Where this process publishes (a container's private /dev/shm is
+	// another), the daemon must read.
+	struct stat shm;
+	if (stat(registry::default_dir, &shm) != 0 || uint64_t(shm.st_dev) != s.shm_dev ||
+	    uint64_t(shm.st_ino) != s.shm_ino)
+		return -EXDEV;
+	// A process that is not dumpable (it changed its credentials) has a
+	// root-owned /proc/PID, and the daemon refuses its table (its owner
+	// is not /proc's); with Yama's ptrace_scope at 3 no pidfd_getfd()
+	// works at all.
+	if (prctl(PR_GET_DUMPABLE) != 1)
+		return -EACCES;
+	std::string yama;
+	if (fileio::read_file("/proc/sys/kernel/yama/ptrace_scope", &yama) == 0 &&
+	    std::atoi(yama.c_str()) >= 3)
+		return -EACCES;
 	const int pidfd = int(syscall(SYS_pidfd_open, s.pid, 0));
 	if (pidfd < 0)
 		return errno == ESRCH ? -ENOENT : -errno;

@@ -68,6 +68,9 @@ floor_guard::floor_guard(unsigned int flags) : flags_(flags), owner_(getpid())
 floor_guard::~floor_guard()
 {
 	stop();
+	const int served = served_fd_.exchange(-1);
+	if (served >= 0)
+		::close(served);
 	for (size_t i = 0; i < entries_.size(); i++)
 		if (!entries_.at(i).removed.load(std::memory_order_relaxed))
 			registry::withdraw(entries_.at(i).inode, registry::by_guard);
@@ -140,8 +143,13 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	max_fd_ = std::max(max_fd_, fd);
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
 		reserve_at_add(fd, floor);
-	if (registry::publish(inode, floor.snd, floor.rcv, registry::by_guard) != 0)
+	if (registry::publish(inode, floor.snd, floor.rcv, registry::by_guard) != 0) {
 		publish_failed_.store(true, std::memory_order_relaxed);
+		// sockbufd cannot see this floor: a served guard takes its
+		// sockets back at its next pass, brought forward to now.
+		if (served_fd_.load(std::memory_order_relaxed) >= 0)
+			wake_for_handover();
+	}
 	return 0;
 }
 
@@ -216,7 +224,9 @@ int floor_guard::remove(int fd)
 		entry &e = entries_.at(i);
 		e.removed.store(true, std::memory_order_relaxed);
 		registry::withdraw(e.inode, registry::by_guard);
-		ev_.unwatch(e.inode);
+		// Parked for sockbufd (or never opened): nothing to unwatch.
+		if (events_on())
+			ev_.unwatch(e.inode);
 		auto it = by_inode_.find(e.inode);
 		if (it != by_inode_.end() && it->second == i)
 			by_inode_.erase(it);

@@ -185,6 +185,13 @@ private:
 	bool handover_wanted() const;
 	void stand_down(int pidfd, pid_t daemon, int64_t now);
 	void resume(int why);
+	void reload_events();	  // after the pass that follows resume()
+	void wake_for_handover(); // caller holds mu_
+	bool events_on_locked()
+	{
+		std::lock_guard<std::mutex> lock(pass_mu_);
+		return events_on();
+	}
 	void drain_timer(); // a skipped pass still reads the caller's timer
 	int served_wait_fd() const
 	{
@@ -262,16 +269,19 @@ private:
 	// holds its pidfd (readable when it exits; the thread driver waits on
 	// it), the event programs are closed (events_parked_: reopened at the
 	// resume) and passes run at the net interval only.
-	std::atomic<int> served_fd_{-1};
-	bool events_parked_ = false;
-	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
+	// Moves when the event source is closed or opened again: a thread's
+	// epoll set holding the old ring is made again.
+	std::atomic<uint64_t> ev_gen_{0};
 	int64_t handover_check_ns_ = 0; // the next look for a daemon
 	int64_t served_full_ns_ = 0;	// the next safety-net pass while served
 	int64_t served_since_ns_ = 0;
+	struct sockbuf_guard_daemon_totals dm_stats_ = {}; // under mu_
+	std::atomic<int> served_fd_{-1};
+	bool events_parked_ = false;
+	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
 	// A floor the registry did not take (table full, publication off):
 	// the daemon cannot see it, so this guard never hands over.
 	std::atomic<bool> publish_failed_{false};
-	struct sockbuf_guard_daemon_totals dm_stats_ = {}; // under mu_
 
 	std::mutex mu_; // the set and the totals; held briefly (see above)
 	entry_store entries_;

@@ -116,7 +116,20 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = {};
 	ev.events = EPOLLIN;
-	ev.data.fd = ev_.fd();
+	// The ring's fd and its generation under the pass lock: another
+	// thread's pass may close the source (a hand-over) at any time; the
+	// loop leaves when the generation moves.
+	uint64_t gen;
+	{
+		std::lock_guard<std::mutex> pass_lock(pass_mu_);
+		if (!events_on()) {
+			if (ep >= 0)
+				::close(ep);
+			return; // drive() goes on polling
+		}
+		ev.data.fd = ev_.fd();
+		gen = ev_gen_.load(std::memory_order_acquire);
+	}
 	bool ok = ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0;
 	ev.data.fd = wake_fd_;
 	ok = ok && epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
@@ -136,8 +149,8 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 			run_pass(due, nullptr);
 			unclear = !ev_unclear_.empty();
 		}
-		if (!events_on())
-			break; // handed over to sockbufd (its programs closed): drive() goes on
+		if (ev_gen_.load(std::memory_order_acquire) != gen)
+			break; // closed for sockbufd, or opened again: drive() goes on
 		if (due) {
 			const int64_t end = now_ns();
 			next_full = std::max(begin + net_ns, end + (end - begin));
@@ -171,7 +184,7 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 void floor_guard::drive(unsigned int net_us, unsigned int poll_us, bool events)
 {
 	while (stop_word_.load(std::memory_order_acquire) == 0) {
-		if (events && events_on())
+		if (events && events_on_locked())
 			run_thread_events(net_us, poll_us);
 		else
 			run_thread(poll_us, events);
@@ -207,7 +220,7 @@ void floor_guard::run_thread(unsigned int interval_us, bool events)
 	while (stop_word_.load(std::memory_order_acquire) == 0) {
 		const int64_t begin = now_ns();
 		pass(nullptr);
-		if (events && events_on())
+		if (events && events_on_locked())
 			return; // the programs are back (sockbufd exited)
 		const int64_t end = now_ns();
 		// Never more than half a core: rest at least as long as the
@@ -294,6 +307,15 @@ int floor_guard::stop()
 		(void)w; // EAGAIN: a wakeup is pending already
 	}
 	t.join();
+	{
+		// Without a driver the guard serves itself again (a pass now
+		// would; stop() says so at once).
+		std::lock_guard<std::mutex> pass_lock(pass_mu_);
+		if (served_fd_.load(std::memory_order_relaxed) >= 0) {
+			resume(-ESRCH);
+			reload_events();
+		}
+	}
 	std::lock_guard<std::mutex> lock(run_mu_);
 	set_interval(0);
 	return 0;

@@ -49,7 +49,10 @@ bool floor_guard::handover_step(int64_t now)
 	const int served = served_fd_.load(std::memory_order_relaxed);
 	if (served >= 0) {
 		struct pollfd p = {served, POLLIN, 0};
-		const bool exited = ::poll(&p, 1, 0) != 0; // readable, or an error
+		// Readable (or hung up) when the daemon exits; a failed poll()
+		// (EINTR, ENOMEM) says nothing about it.
+		const bool exited =
+		    ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 		if (exited || !handover_wanted()) {
 			resume(exited ? -ENOENT : (publish_failed_ ? -ENOSPC : -ESRCH));
 			return false;
@@ -89,11 +92,13 @@ void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
 	std::lock_guard<std::mutex> lock(mu_);
 	if (events_on()) {
 		// The ring's fd leaves the caller's epoll set as it closes; add()
-		// leaves the closed source alone while ev_err_ says why.
+		// and remove() leave the closed source alone while ev_err_ says
+		// why.
 		ev_.close();
 		ev_err_ = -EBUSY;
 		events_parked_ = true;
 		ev_unclear_.clear();
+		ev_gen_.fetch_add(1, std::memory_order_release);
 	}
 	if (epoll_fd_ >= 0 && timer_owner_ == getpid()) {
 		// The caller's epoll set wakes when the daemon exits.
@@ -110,33 +115,45 @@ void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
 	served_fd_.store(pidfd, std::memory_order_release);
 }
 
-// Caller holds pass_mu_.
+// Caller holds pass_mu_.  The sockets are the guard's again from here;
+// the event programs are loaded again by reload_events(), after the pass
+// that follows has restored what is below (loading takes a while).
 void floor_guard::resume(int why)
 {
-	bool reopen;
-	int pidfd;
-	{
-		std::lock_guard<std::mutex> lock(mu_);
-		pidfd = served_fd_.exchange(-1, std::memory_order_acq_rel);
-		dm_stats_.pid = 0;
-		dm_stats_.err = why;
-		dm_stats_.resumes++;
-		dm_stats_.served_ns += uint64_t(now_ns() - served_since_ns_);
-		reopen = events_parked_;
-	}
+	std::lock_guard<std::mutex> lock(mu_);
+	// Under mu_: a fork() (which waits for mu_) never copies the pidfd
+	// between the two.
+	const int pidfd = served_fd_.exchange(-1, std::memory_order_acq_rel);
 	if (pidfd >= 0)
 		::close(pidfd); // leaves the caller's epoll set with it
+	dm_stats_.pid = 0;
+	dm_stats_.err = why;
+	dm_stats_.resumes++;
+	dm_stats_.served_ns += uint64_t(now_ns() - served_since_ns_);
 	handover_check_ns_ = now_ns() + handover_check_ns;
-	if (!reopen)
-		return;
-	// Loading takes a while (the kernel's BTF, the verifier): outside mu_,
-	// so that add() and remove() do not wait for it.
-	const int err = ev_.open();
+	// A thread waiting on the daemon's pidfd (another thread resumed):
+	// back to its own interval.
+	if (wake_fd_ >= 0) {
+		const uint64_t one = 1;
+		ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+		(void)w; // EAGAIN: a wakeup is pending already
+	}
+}
+
+// After the pass that follows a resume.  Caller holds pass_mu_.  Under
+// mu_: add() and remove() wait for the load (hundreds of milliseconds
+// under emulation, once per daemon exit), and a fork() never copies a
+// half-made event source.
+void floor_guard::reload_events()
+{
 	std::lock_guard<std::mutex> lock(mu_);
+	if (!events_parked_ || served_fd_.load(std::memory_order_relaxed) >= 0)
+		return;
 	events_parked_ = false;
-	ev_err_ = err;
+	ev_err_ = ev_.open();
 	ev_lost_seen_ = 0;
-	if (err == 0)
+	ev_gen_.fetch_add(1, std::memory_order_release);
+	if (ev_err_ == 0)
 		for (size_t i = 0; i < entries_.size(); i++) {
 			const entry &e = entries_.at(i);
 			if (e.removed.load(std::memory_order_relaxed))
@@ -147,7 +164,7 @@ void floor_guard::resume(int why)
 		}
 	if (epoll_fd_ < 0 || timer_fd_ < 0 || timer_owner_ != getpid())
 		return;
-	if (err == 0) {
+	if (ev_err_ == 0) {
 		struct epoll_event ev = {};
 		ev.events = EPOLLIN;
 		ev.data.fd = ev_.fd();
@@ -159,6 +176,22 @@ void floor_guard::resume(int why)
 	const int64_t poll = int64_t(poll_us_.load(std::memory_order_relaxed)) * 1000;
 	const struct itimerspec its = {timespec_of_ns(poll), timespec_of_ns(poll)};
 	(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
+}
+
+// add() found a floor it could not publish while served: the next pass
+// (which resumes) now, not at the net's.  Caller holds mu_.
+void floor_guard::wake_for_handover()
+{
+	if (wake_fd_ >= 0) {
+		const uint64_t one = 1;
+		ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+		(void)w;
+	}
+	if (timer_fd_ >= 0 && timer_owner_ == getpid()) {
+		const struct itimerspec soon = {timespec_of_ns(int64_t(poll_us_.load()) * 1000),
+						{0, 1}};
+		(void)timerfd_settime(timer_fd_, 0, &soon, nullptr);
+	}
 }
 
 // Caller holds pass_mu_.

@@ -229,6 +229,9 @@ int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
 	const int by_events = p.restored;
 	if (full)
 		full_pass(getpid(), &p);
+	// Taken back from sockbufd: the programs load after the restores.
+	if (events_parked_ && served_fd_.load(std::memory_order_relaxed) < 0)
+		reload_events();
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		ev_stats_.restored_events += uint64_t(by_events);

@@ -589,7 +589,9 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * daemon exits the guard takes its sockets back at the next pass: at once
  * with sockbuf_guard_start() (its thread waits on the daemon's pidfd), and
  * with sockbuf_guard_timerfd() within one polling interval, or at once
- * with events on (the pidfd is in the returned epoll set).
+ * with events on (the pidfd is in the returned epoll set).  While served,
+ * the bound on a dip is the daemon's (sockbufd(8)), not the guard's own
+ * interval: a guard that needs its own keeps this flag.
  * sockbuf_guard_daemon_stats() says which serves. */
 #define SOCKBUF_GUARD_NO_DAEMON (1u << 7)
 /* The safety net's default interval (sockbuf_guard_set_net_interval()), in
@@ -1013,13 +1015,18 @@ SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_
  *             guard serves them itself.
  * @err:       why the last look found no daemon to hand over to (0 when one
  *             serves): -ENOENT none runs (or the one named has exited),
- *             -EXDEV it serves another network namespace, -EPERM its
+ *             -EXDEV it serves another network namespace or reads another
+ *             /dev/shm than this process publishes in, -EACCES it could not
+ *             take this process's sockets (the process is not dumpable, or
+ *             Yama's ptrace_scope is 3), -EINVAL its presence file is not
+ *             in the daemon's format, -EPERM its
  *             presence file is not root's alone (or the guard was made with
  *             SOCKBUF_GUARD_NO_DAEMON), -ENOSPC a floor is not published
  *             (floor registry full or off: SOCKBUF_FLOOR_REGISTRY=0), -ECHILD
  *             a forked child's copy of a guard, -ESRCH no driver (neither
- *             sockbuf_guard_start() nor sockbuf_guard_timerfd()), -ENOSYS
- *             no pidfd_open() (before Linux 5.3).
+ *             sockbuf_guard_start() nor sockbuf_guard_timerfd(); also after
+ *             sockbuf_guard_stop()), -ENOSYS no pidfd_open() (before Linux
+ *             5.3), or another -errno of reading the file or pidfd_open().
  * @handovers: times the guard stood down for a daemon.
  * @resumes:   times it took its sockets back (the daemon exited, or a floor
  *             it added could not be published).

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Whether sockbufd serves a process's floors.  The daemon says so in a
-// file while it runs, "PID START NETNS\n" (its pid, its start time in
-// clock ticks, the inode of its network namespace), renamed into place
-// in its run directory; it serves the processes of that namespace only.
+// file while it runs, "PID START NETNS SHMDEV SHMINO\n" (its pid, its
+// start time in clock ticks, the inode of its network namespace, the
+// device and inode of the /dev/shm it reads floor tables from), renamed
+// into place in its run directory; it serves the processes of that
+// namespace that publish in that /dev/shm.
 //
 // Two kinds of reader: `sockbuf show` (served_by of each socket), and a
 // floor guard, which hands its sockets over to the daemon and takes them
@@ -34,6 +36,7 @@ struct serving {
 	pid_t pid = 0;
 	uint64_t start = 0; // /proc/PID/stat field 22
 	uint64_t netns = 0;
+	uint64_t shm_dev = 0, shm_ino = 0; // its /dev/shm
 };
 
 // Written by the daemon at start, through a file renamed into place (the
@@ -59,8 +62,11 @@ bool serves(pid_t pid);
 // For a guard that hands over: a pidfd (O_CLOEXEC) of the live daemon
 // that serves this process's network namespace, readable when it exits;
 // or -ENOENT (no daemon, or the one named has gone), -EPERM (the file is
-// not root's), -EXDEV (it serves another namespace), -EINVAL, -ENOSYS
-// (no pidfd_open: before 5.3), or another -errno.  The start time is
+// not root's), -EXDEV (it serves another namespace, or reads another
+// /dev/shm than this process publishes in), -EACCES (it could not take
+// this process's sockets or read its table: the process is not dumpable,
+// or Yama's ptrace_scope is 3), -EINVAL, -ENOSYS (no pidfd_open: before
+// 5.3), or another -errno.  The start time is
 // checked after the pidfd is open, so the pidfd names the daemon the file
 // names, not a process that took its number.  @out: what the file said.
 int serving_pidfd(serving *out);

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,14 @@ public:
 
 	// The file as sockbufd writes it, or @text.
 	void announce() { write(line(pid_, start(), presence::netns_of("/proc/self"))); }
+	// The /dev/shm this process publishes in, as the daemon writes it.
+	static std::string shm_field(bool other = false)
+	{
+		struct stat st = {};
+		stat("/dev/shm", &st);
+		return std::to_string(st.st_dev) + " " +
+		       std::to_string(st.st_ino + (other ? 1 : 0));
+	}
 	// A new file each time: one case's owner or mode never carries over.
 	void write(const std::string &text) const
 	{
@@ -87,10 +96,10 @@ public:
 		fclose(f);
 		chmod(file().c_str(), 0644);
 	}
-	static std::string line(pid_t pid, uint64_t start, uint64_t ns)
+	static std::string line(pid_t pid, uint64_t start, uint64_t ns, bool other_shm = false)
 	{
 		return std::to_string(pid) + " " + std::to_string(start) + " " +
-		       std::to_string(ns) + "\n";
+		       std::to_string(ns) + " " + shm_field(other_shm) + "\n";
 	}
 	// The stand-in exits and is reaped.
 	void exit()
@@ -308,6 +317,13 @@ TEST(GuardHandover, RefusesWhatIsNotALiveRootDaemonOfItsNamespace)
 	     }},
 	    {"another network namespace", -EXDEV,
 	     [&] { d.write(fake_daemon::line(d.pid(), d.start(), ns + 1)); }},
+	    {"another /dev/shm", -EXDEV,
+	     [&] { d.write(fake_daemon::line(d.pid(), d.start(), ns, true)); }},
+	    {"the format of 0.4 (no /dev/shm)", -EINVAL,
+	     [&] {
+		     d.write(std::to_string(d.pid()) + " " + std::to_string(d.start()) + " " +
+			     std::to_string(ns) + "\n");
+	     }},
 	    {"a number now another process's", -ENOENT,
 	     [&] { d.write(fake_daemon::line(d.pid(), d.start() + 1, ns)); }},
 	    {"SOCKBUF_GUARD_NO_DAEMON", -EPERM, [&] { d.announce(); }, SOCKBUF_GUARD_NO_DAEMON},
@@ -327,6 +343,54 @@ TEST(GuardHandover, RefusesWhatIsNotALiveRootDaemonOfItsNamespace)
 		EXPECT_EQ(dm.err, c.err);
 		EXPECT_EQ(dm.handovers, 0u);
 	}
+}
+
+// A process that is not dumpable (it changed credentials) has a root-owned
+// /proc/PID: the daemon would refuse its table, so its guard keeps
+// serving itself.
+TEST(GuardHandover, NotDumpableServesItself)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	ASSERT_EQ(prctl(PR_SET_DUMPABLE, 0), 0);
+	guarded gs(0);
+	const int pass = gs.ok() ? sockbuf_guard_pass(gs.g.id, nullptr) : -1;
+	const struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+	prctl(PR_SET_DUMPABLE, 1);
+	ASSERT_EQ(pass, 0);
+	EXPECT_EQ(dm.handovers, 0u);
+	EXPECT_EQ(dm.err, -EACCES);
+}
+
+// After sockbuf_guard_stop() the guard is its own again at once.
+TEST(GuardHandover, StopTakesTheSocketsBack)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(0, false);
+	ASSERT_GE(gs.g.id, 0);
+	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
+	struct sockbuf_guard_daemon_totals dm = {};
+	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 1);
+		dm = daemon_of(gs.g.id);
+	}
+	ASSERT_EQ(dm.handovers, 1u);
+	ASSERT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+	dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.pid, 0);
+	EXPECT_EQ(dm.resumes, 1u);
+	EXPECT_EQ(dm.err, -ESRCH);
+	// A manual pass restores again.
+	push_below(gs.s);
+	struct sockbuf_guard_report rep = {};
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1);
 }
 
 // A forked child's copy of a guard serves itself: its floors are in its

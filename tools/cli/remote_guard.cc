@@ -240,23 +240,31 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		if (r->strategy != SOCKBUF_STRAT_HELD && r->strategy != SOCKBUF_STRAT_DEFAULT &&
 		    r->strategy != SOCKBUF_STRAT_NONE)
 			totals_.restored++;
-	// Short of the floor (the owner's own limit): that is the most this
-	// socket can be kept at, until the next restore asks again.
+	// Short of the floor by the owner's own limit (net.core.[rw]mem_max
+	// without FORCE): that is the most this socket can be kept at until
+	// forget_reach() (the net's pass) tries the floor again.  A shortfall
+	// for any other reason (the kernel cut it again at once) is not kept.
 	socket_ref &kept = socks_[i];
-	kept.reach_snd = s.floor.snd && rep.snd.effective > 0 && rep.snd.effective < s.floor.snd
-			     ? rep.snd.effective
-			     : 0;
-	kept.reach_rcv = s.floor.rcv && rep.rcv.effective > 0 && rep.rcv.effective < s.floor.rcv
-			     ? rep.rcv.effective
-			     : 0;
+	const auto reach = [](int floor, const struct sockbuf_dir_report &r) {
+		return floor && r.effective > 0 && r.effective < floor &&
+			       (r.clamps & SOCKBUF_CLAMP_MEM_MAX)
+			   ? r.effective
+			   : 0;
+	};
+	kept.reach_snd = reach(s.floor.snd, rep.snd);
+	kept.reach_rcv = reach(s.floor.rcv, rep.rcv);
 	if (restored)
 		restored(s, snd, rcv, rep);
 }
 
-bool guard::restore_inode(uint32_t inode, const restore_fn &restored)
+void guard::forget_reach()
 {
-	// The index is made again after the set changed: records come in
-	// bursts under pressure, the set's changes rarely.
+	for (socket_ref &s : socks_)
+		s.reach_snd = s.reach_rcv = 0;
+}
+
+const socket_ref *guard::find_inode(uint32_t inode)
+{
 	if (by_inode_gen_ != set_gen_) {
 		by_inode_.clear();
 		for (size_t i = 0; i < socks_.size(); i++)
@@ -264,9 +272,17 @@ bool guard::restore_inode(uint32_t inode, const restore_fn &restored)
 		by_inode_gen_ = set_gen_;
 	}
 	auto it = by_inode_.find(inode);
-	if (it == by_inode_.end())
+	return it == by_inode_.end() ? nullptr : &socks_[it->second];
+}
+
+bool guard::restore_inode(uint32_t inode, const restore_fn &restored)
+{
+	// The index is made again after the set changed: records come in
+	// bursts under pressure, the set's changes rarely.
+	const socket_ref *s = find_inode(inode);
+	if (!s)
 		return false;
-	restore(it->second, -1, -1, restored);
+	restore(size_t(s - socks_.data()), -1, -1, restored);
 	return true;
 }
 

@@ -47,9 +47,10 @@ struct socket_ref {
 	int family = 0;
 	struct sockbuf_floor floor = {0, 0};
 	bool inherited = false; // the floor is its listener's (published by_listener)
-	// The most the owner could set at the last restore, where that was
-	// short of the floor (its own limits: no CAP_NET_ADMIN); 0 otherwise.
-	// A socket at it is kept, not restored again at every pass.
+	// The most the owner could set at the last restore, where its own
+	// limits kept that short of the floor (SOCKBUF_CLAMP_MEM_MAX without
+	// CAP_NET_ADMIN); 0 otherwise.  A socket at it is kept, not restored
+	// again at every pass, until forget_reach().
 	int reach_snd = 0, reach_rcv = 0;
 	int want_snd() const { return reach_snd ? reach_snd : floor.snd; }
 	int want_rcv() const { return reach_rcv ? reach_rcv : floor.rcv; }
@@ -131,6 +132,12 @@ public:
 	// restored if below its floor, as a pass would.  false: no socket of
 	// that inode is guarded.
 	bool restore_inode(uint32_t inode, const restore_fn &restored);
+	// The socket of @inode (the first, if processes share it), or null;
+	// valid until the set changes.
+	const socket_ref *find_inode(uint32_t inode);
+	// Every socket's floor is tried again at the next restore (the owner
+	// may have gained rights, or an admin raised net.core.[rw]mem_max).
+	void forget_reach();
 	// Every guarded socket (for an event source's map of watched inodes).
 	const std::vector<socket_ref> &sockets() const { return socks_; }
 

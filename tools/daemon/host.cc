@@ -238,6 +238,8 @@ void host::tick(uint64_t now_ms)
 	if (net_due) {
 		next_net_ms_ = now_ms + opt_.net_ms;
 		force_all_ = false;
+		guard_.forget_reach(); // the floors tried again, once a net interval
+		set_changed_ = true;   // and the event map's floors with them
 	}
 	if (ev_err_ != 0) {
 		full_pass(); // polling
@@ -291,10 +293,13 @@ void host::sync_watch()
 {
 	set_changed_ = false;
 	std::map<uint32_t, std::pair<int, int>> now;
+	// What a restore would raise to (the owner's reach where its limits
+	// keep it short): a map floor above it would post a record at every
+	// send and ACK that no restore can answer.
 	for (const cli::remote::socket_ref &s : guard_.sockets()) {
 		auto &f = now[s.inode];
-		f.first = std::max(f.first, s.floor.snd);
-		f.second = std::max(f.second, s.floor.rcv);
+		f.first = std::max(f.first, s.floor.snd ? s.want_snd() : 0);
+		f.second = std::max(f.second, s.floor.rcv ? s.want_rcv() : 0);
 	}
 	for (auto it = watched_.begin(); it != watched_.end();) {
 		if (now.count(it->first)) {
@@ -325,6 +330,7 @@ void host::on_records()
 	const uint64_t lost_now = lost - lost_seen_;
 	lost_seen_ = lost;
 	metrics_.records(double(inos_.size()), double(lost_now));
+	metrics_.event_wait_max(double(ev_.max_wait_ns()) / 1e9);
 	const auto cb = [this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 			       const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); };
 	for (size_t i = 0; i < inos_.size(); i++) {
@@ -340,12 +346,25 @@ void host::on_records()
 		if (ev_.clear(ino, w->second.first, w->second.second) < 0)
 			unclear_.push_back(ino);
 		posted_now_ = i < posted_ns_.size() ? posted_ns_[i] : 0;
+		const uint64_t errors = guard_.stats().errors;
 		const bool guarded = guard_.restore_inode(ino, cb);
 		posted_now_ = 0;
-		if (!guarded) {
+		const cli::remote::socket_ref *s = guarded ? guard_.find_inode(ino) : nullptr;
+		if (!s || guard_.stats().errors != errors) {
+			// Gone, or its restore failed (EPERM from pidfd_getfd and
+			// the like): out of the map, so that it cannot post at every
+			// send; passes look at it, and the next change of the set
+			// puts it back.
 			ev_.unwatch(ino);
 			watched_.erase(w);
+			continue;
 		}
+		// Restored short of its floor (the owner's limits): the map holds
+		// what it can reach, not the floor it cannot.
+		const std::pair<int, int> want = {s->floor.snd ? s->want_snd() : 0,
+						  s->floor.rcv ? s->want_rcv() : 0};
+		if (want != w->second && ev_.watch(ino, want.first, want.second) == 0)
+			w->second = want;
 	}
 	if (lost_now)
 		full_pass(); // a record had no room: look at everything

@@ -75,6 +75,12 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 				"the daemon polls")
 			  .Register(*registry_)
 			  .Add({});
+	event_wait_ = &BuildGauge()
+			   .Name("sockbuf_event_wait_seconds_max")
+			   .Help("The longest a record waited in the ring for the daemon's "
+				 "thread: the scheduler's share of the time below the floor")
+			   .Register(*registry_)
+			   .Add({});
 	records_ = &BuildCounter()
 			.Name("sockbuf_event_records_total")
 			.Help("Records read: sockets the kernel left below a floor")

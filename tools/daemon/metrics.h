@@ -55,6 +55,9 @@ public:
 	// The event source: up (1) or polling (0); records read and lost.
 	void events_up(bool up) { events_up_->Set(up ? 1 : 0); }
 	void records(double read, double lost);
+	// The longest a record waited in the ring for the daemon's thread
+	// (the scheduler's share of sockbuf_below_floor_seconds).
+	void event_wait_max(double seconds) { event_wait_->Set(seconds); }
 	void refusals(const service &s, const char *reason, double n);
 	// Sockets guarded per service, as counted in the last pass (services
 	// not given are set to 0).
@@ -74,7 +77,7 @@ private:
 	    *table_cost_;
 	prometheus::Family<prometheus::Gauge> *guarded_;
 	prometheus::Counter *tables_read_, *passes_, *pass_seconds_;
-	prometheus::Gauge *processes_, *events_up_;
+	prometheus::Gauge *processes_, *events_up_, *event_wait_;
 	prometheus::Family<prometheus::Histogram> *below_;
 	prometheus::Counter *records_, *records_lost_;
 	std::map<std::pair<std::string, std::string>, prometheus::Gauge *> guarded_seen_;

@@ -125,6 +125,19 @@ struct sockbuf_guard_daemon_totals daemon_of(int guard)
 	return d;
 }
 
+// A guard driven by its own thread: its totals once it has handed over,
+// or as they stand after 3 s (bounded, 1 ms apart).
+struct sockbuf_guard_daemon_totals wait_for_handover(int guard)
+{
+	struct sockbuf_guard_daemon_totals dm = {};
+	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 1);
+		dm = daemon_of(guard);
+	}
+	return dm;
+}
+
 // A guard over one socket with a send floor, driven by a timerfd.
 struct guarded {
 	guard_id g;
@@ -220,12 +233,7 @@ TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 	guarded gs(0, false);
 	ASSERT_GE(gs.g.id, 0);
 	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 10'000'000), 0);
-	struct sockbuf_guard_daemon_totals dm = {};
-	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
-		struct pollfd none = {-1, 0, 0};
-		::poll(&none, 1, 1);
-		dm = daemon_of(gs.g.id);
-	}
+	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
 	ASSERT_EQ(dm.handovers, 1u) << "no hand-over within 3 s of the thread's start";
 	EXPECT_EQ(dm.pid, d.pid());
 	push_below(gs.s);
@@ -256,12 +264,7 @@ TEST(GuardHandover, StopIsPromptWhileServed)
 	guarded gs(0, false);
 	ASSERT_GE(gs.g.id, 0);
 	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
-	struct sockbuf_guard_daemon_totals dm = {};
-	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
-		struct pollfd none = {-1, 0, 0};
-		::poll(&none, 1, 1);
-		dm = daemon_of(gs.g.id);
-	}
+	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
 	ASSERT_EQ(dm.handovers, 1u);
 	const auto t0 = std::chrono::steady_clock::now();
 	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
@@ -374,12 +377,7 @@ TEST(GuardHandover, StopTakesTheSocketsBack)
 	guarded gs(0, false);
 	ASSERT_GE(gs.g.id, 0);
 	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
-	struct sockbuf_guard_daemon_totals dm = {};
-	for (int i = 0; i < 3000 && dm.handovers == 0; i++) {
-		struct pollfd none = {-1, 0, 0};
-		::poll(&none, 1, 1);
-		dm = daemon_of(gs.g.id);
-	}
+	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
 	ASSERT_EQ(dm.handovers, 1u);
 	ASSERT_EQ(sockbuf_guard_stop(gs.g.id), 0);
 	dm = daemon_of(gs.g.id);

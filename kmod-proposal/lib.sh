@@ -69,13 +69,17 @@ pristine_base() {
 	echo "$dest/$BASE_DIR"
 }
 
+# The trees of the series in the order they apply: the net fix, the
+# net-next series on top of it, the SUNRPC RFC on top of net-next.
+SERIES_TREES="net net-next sunrpc"
+
 # The patches of the selected base in the order they apply, cover letters
-# left out: the net-next series, then the SUNRPC one (its prerequisite
-# first). A patch in patches/backport-<base>/<tree>/ with the same name
-# replaces the net-next one on that base.
+# left out (tree by tree, in SERIES_TREES order). A patch in
+# patches/backport-<base>/<tree>/ with the same name replaces the tree's
+# one on that base.
 series_patches() {
 	local tree p alt
-	for tree in net-next sunrpc; do
+	for tree in $SERIES_TREES; do
 		for p in "$KMOD_DIR/patches/$tree"/00[0-9][0-9]-*.patch; do
 			[[ -e $p && $(basename "$p") != 0000-* ]] || continue
 			alt="$KMOD_DIR/patches/backport-$BASE_NAME/$tree/$(basename "$p")"

@@ -40,6 +40,8 @@ mapfile -t objs < <({
 } | sort -u)
 
 toolchains=(gcc-x86_64 gcc-i386 clang-x86_64)
+fragments=("$KMOD_DIR/kernel/guest.config" "$KMOD_DIR/kernel/compile.config"
+	"$KMOD_DIR/kernel/w1.config")
 make_args() { # toolchain
 	case $1 in
 	gcc-x86_64) echo "ARCH=x86_64" ;;
@@ -55,16 +57,22 @@ warnings() {
 }
 
 build() { # toolchain, label
-	local out="$SOCKBUF_KMOD_CACHE/w1-$BASE_NAME-$1" args t0=$SECONDS
+	local out="$SOCKBUF_KMOD_CACHE/w1-$BASE_NAME-$1" args stamp opt t0=$SECONDS
 	read -r -a args <<<"$(make_args "$1")"
 	mkdir -p "$out"
-	if [[ ! -e $out/.configured ]]; then
+	# Configured again whenever a config fragment changed.
+	stamp=$(cat "${fragments[@]}" | md5sum)
+	if [[ $(cat "$out/.configured" 2>/dev/null) != "$stamp" ]]; then
 		make -s -C "$src" O="$out" "${args[@]}" tinyconfig >/dev/null
 		"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
-			"$KMOD_DIR/kernel/guest.config" "$KMOD_DIR/kernel/compile.config" \
-			"$KMOD_DIR/kernel/w1.config" >/dev/null
+			"${fragments[@]}" >/dev/null
 		make -s -C "$src" O="$out" "${args[@]}" olddefconfig >/dev/null
-		touch "$out/.configured"
+		# What the check is about must have survived olddefconfig.
+		while read -r opt; do
+			grep -qx "$opt" "$out/.config" ||
+				{ echo "FAIL W=1 $1: $opt did not survive olddefconfig"; return 1; }
+		done < <(grep -hE '^CONFIG_' "$KMOD_DIR/kernel/w1.config")
+		echo "$stamp" >"$out/.configured"
 	fi
 	(cd "$out" && rm -f "${objs[@]}")
 	if ! nice -n 19 make -C "$src" O="$out" "${args[@]}" -j"$jobs" W=1 "${objs[@]}" \

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# nfs-lab/build-arms.sh [ARM...]: the three kernels of the NFS experiment,
+# from the same 7.2 source and the same configuration (make tinyconfig +
+# kernel/guest.config + nfs-lab/nfs.config), differing only in patches:
+#
+#   stock   7.2.13 as Debian ships its source: NFSD's TCP sockets
+#           autotuned, the send buffer capped at tcp_wmem[2]
+#   locked  + lab-locked-16m.patch: NFSD's TCP buffers fixed at 16 MB with
+#           the lock bits (the February 2026 linux-nfs approach; a lab
+#           arm, never submitted)
+#   series  + the net fix, the net-next series and the SUNRPC RFC
+#           (patches/net, patches/net-next, patches/sunrpc, in that order)
+#
+# One source tree and one object tree are shared: each arm reverts the
+# previous arm's patches and applies its own, and make rebuilds only what
+# they touched, so that the arms share every other object byte for byte.
+# Output: $SOCKBUF_KMOD_CACHE/nfs-<arm>.bzImage and nfs-<arm>.patches (the
+# sha256 of each patch applied). Default: all three, in that order.
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+LAB=$KMOD_DIR/nfs-lab
+
+arm_patches() {
+	case $1 in
+	stock) ;;
+	locked) echo "$LAB/lab-locked-16m.patch" ;;
+	series)
+		local tree p
+		for tree in net net-next sunrpc; do
+			for p in "$KMOD_DIR/patches/$tree"/00[0-9][0-9]-*.patch; do
+				[[ -e $p && $(basename "$p") != 0000-* ]] && echo "$p"
+			done
+		done
+		;;
+	*) echo "build-arms: unknown arm '$1' (stock, locked, series)" >&2; return 2 ;;
+	esac
+}
+
+arms=("$@")
+((${#arms[@]})) || arms=(stock locked series)
+for arm in "${arms[@]}"; do arm_patches "$arm" >/dev/null || exit 2; done
+
+ensure_base_package 7.2 || exit 2
+base=$(pristine_base) || exit 2
+src=$SOCKBUF_KMOD_CACHE/nfs-src
+out=$SOCKBUF_KMOD_CACHE/nfs-build
+applied=$src/.lab-applied   # the patches now in $src, one per line
+if [[ ! -e $src/.prepared ]]; then
+	rm -rf "$src"
+	cp -a "$base" "$src"
+	: >"$applied"
+	touch "$src/.prepared"
+fi
+
+mkdir -p "$out"
+if [[ ! -e $out/.config ]]; then
+	make -s -C "$src" O="$out" tinyconfig >/dev/null
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
+		"$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config" >/dev/null
+	make -s -C "$src" O="$out" olddefconfig
+	while read -r opt; do
+		grep -qx "$opt" "$out/.config" || { echo "build-arms: $opt did not survive olddefconfig" >&2; exit 1; }
+	done < <(grep -hE '^CONFIG_' "$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config")
+fi
+
+for arm in "${arms[@]}"; do
+	# Back to the pristine tree, newest patch first, then this arm's.
+	tac "$applied" | while read -r p; do
+		(cd "$src" && patch -p1 -R -s <"$p") || { echo "build-arms: cannot revert $p" >&2; exit 1; }
+	done
+	: >"$applied"
+	while read -r p; do
+		(cd "$src" && patch -p1 -s --no-backup-if-mismatch <"$p") ||
+			{ echo "build-arms: $arm: $(basename "$p") does not apply" >&2; exit 1; }
+		echo "$p" >>"$applied"
+	done < <(arm_patches "$arm")
+	echo "build-arms: $arm: $(wc -l <"$applied") patches, make -j2 bzImage ..."
+	start=$SECONDS
+	nice -n 10 make -C "$src" O="$out" -j2 bzImage >"$out/build-$arm.log" 2>&1 ||
+		{ tail -20 "$out/build-$arm.log" >&2; exit 1; }
+	cp "$out/arch/x86/boot/bzImage" "$SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage"
+	while read -r p; do sha256sum "$p"; done <"$applied" >"$SOCKBUF_KMOD_CACHE/nfs-$arm.patches"
+	echo "build-arms: $arm: $((SECONDS - start)) s, $SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage"
+done

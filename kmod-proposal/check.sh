@@ -56,7 +56,6 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 failed=0
 npatches=0
-declare -A checked
 
 fail() { echo "FAIL $*"; failed=1; }
 

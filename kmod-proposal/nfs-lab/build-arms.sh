@@ -44,7 +44,7 @@ ensure_base_package 7.2 || exit 2
 base=$(pristine_base) || exit 2
 src=$SOCKBUF_KMOD_CACHE/nfs-src
 out=$SOCKBUF_KMOD_CACHE/nfs-build
-applied=$src/.lab-applied   # the patches now in $src, one per line
+applied=$src/.lab-applied   # copies of the patches now in $src, one per line
 if [[ ! -e $src/.prepared ]]; then
 	rm -rf "$src"
 	cp -a "$base" "$src"
@@ -64,15 +64,29 @@ if [[ ! -e $out/.config ]]; then
 fi
 
 for arm in "${arms[@]}"; do
-	# Back to the pristine tree, newest patch first, then this arm's.
-	tac "$applied" | while read -r p; do
-		(cd "$src" && patch -p1 -R -s <"$p") || { echo "build-arms: cannot revert $p" >&2; exit 1; }
+	# Back to the pristine tree: every file the applied patches touch is
+	# copied back from the base (or removed if they created it), then
+	# this arm's patches go on.
+	while read -r p; do
+		grep -E '^(\+\+\+|---) [ab]/' "$p" | cut -d' ' -f2 | cut -d/ -f2- | sed 's/\t.*//'
+	done <"$applied" | sort -u | while read -r f; do
+		if [[ -e $base/$f ]]; then
+			# A plain copy: a new mtime, so that make rebuilds it.
+			cmp -s "$base/$f" "$src/$f" || cp "$base/$f" "$src/$f"
+		else
+			rm -f "$src/$f"
+		fi
 	done
 	: >"$applied"
+	# A copy of each patch is kept, so that the revert uses what was
+	# applied even if the patch file has changed since.
+	rm -rf "$src/.lab-applied.d"
+	mkdir -p "$src/.lab-applied.d"
 	while read -r p; do
 		(cd "$src" && patch -p1 -s --no-backup-if-mismatch <"$p") ||
 			{ echo "build-arms: $arm: $(basename "$p") does not apply" >&2; exit 1; }
-		echo "$p" >>"$applied"
+		cp "$p" "$src/.lab-applied.d/"
+		echo "$src/.lab-applied.d/$(basename "$p")" >>"$applied"
 	done < <(arm_patches "$arm")
 	echo "build-arms: $arm: $(wc -l <"$applied") patches, make -j2 bzImage ..."
 	start=$SECONDS
@@ -80,5 +94,6 @@ for arm in "${arms[@]}"; do
 		{ tail -20 "$out/build-$arm.log" >&2; exit 1; }
 	cp "$out/arch/x86/boot/bzImage" "$SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage"
 	while read -r p; do sha256sum "$p"; done <"$applied" >"$SOCKBUF_KMOD_CACHE/nfs-$arm.patches"
+	cp -r "$src/.lab-applied.d" "$SOCKBUF_KMOD_CACHE/nfs-$arm.patches.d"
 	echo "build-arms: $arm: $((SECONDS - start)) s, $SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage"
 done

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# nfs-lab/run.sh OUT [REPS] [ARMS]: the NFS experiment. Boots each arm's
-# kernel (build-arms.sh) in a qemu guest (2 vCPUs, 6 GiB, TCG) running
+# nfs-lab/run.sh OUT [REPS] [ARMS] [--param lab_X=V...]: the NFS
+# experiment. Boots each arm's kernel (build-arms.sh) in a qemu guest (2 vCPUs, 6 GiB, TCG) running
 # nfs.sh, arms in rotation (stock, locked, series; then again) so that
 # drift in the machine's speed falls on every arm alike; REPS rounds
 # (default 3). Keeps each guest's console in OUT/<arm>-<round>.log and
-# its result lines in OUT/<arm>-<round>.txt; then table.py OUT.
+# its result lines in OUT/<arm>-<round>.txt; then table.py OUT. An arm
+# named KERNEL-wmemNM is KERNEL with the server namespace's tcp_wmem[2]
+# raised to N MiB (the sysctl an administrator could raise instead).
 #
 # Needs qemu-system-x86, busybox-static, iproute2, coreutils, and the
 # NFS user space from Debian's nfs-kernel-server and nfs-common packages,
 # which are downloaded (apt-get download) and unpacked into the cache, not
 # installed; their one library missing on a build machine, libwrap0, is
-# installed (root). Run on an otherwise idle machine: it is a benchmark.
+# installed (root); and the project's rpc example (build/bin). Run on an
+# otherwise idle machine: it is a benchmark.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -36,10 +39,25 @@ done
 # mount.nfs4 is mount.nfs under another name (it reads argv[0]).
 ln -sf "$tools/root/sbin/mount.nfs" "$tools/mount.nfs4"
 programs+=(--program "$tools/mount.nfs4" --program /bin/dd --program "$(command -v ss)")
+# The pressure mode's bystander: the project's rpc example ($SOCKBUF_BIN_DIR,
+# default build/bin; cmake --build build).
+bin=${SOCKBUF_BIN_DIR:-$repo/build/bin}
+for p in rpc-server rpc-client; do
+	[[ -x $bin/$p ]] || { echo "run: no $bin/$p: build the project first (cmake --build build)" >&2; exit 2; }
+	programs+=(--program "$bin/$p")
+done
 
+
+# arm_kernel ARM, arm_params ARM: the kernel and the extra lab settings.
+arm_kernel() { echo "${1%-wmem*M}"; }
+arm_params() {
+	[[ $1 =~ -wmem([0-9]+)M$ ]] && echo "--param lab_srv_wmem=$((BASH_REMATCH[1] * 1048576))"
+	return 0
+}
 for arm in "${arms[@]}"; do
-	[[ -e $SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage ]] ||
-		{ echo "run: no $SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage: run nfs-lab/build-arms.sh $arm" >&2; exit 2; }
+	k=$(arm_kernel "$arm")
+	[[ -e $SOCKBUF_KMOD_CACHE/nfs-$k.bzImage ]] ||
+		{ echo "run: no $SOCKBUF_KMOD_CACHE/nfs-$k.bzImage: run nfs-lab/build-arms.sh $k" >&2; exit 2; }
 done
 # A benchmark runs alone: wait (at most 30 minutes, a line a minute) while
 # another qemu guest runs on the machine, then write the load beside it.
@@ -60,11 +78,13 @@ for ((round = 1; round <= reps; round++)); do
 		log=$out/$arm-$round.log
 		wait_for_quiet
 		echo "run: round $round/$reps, $arm, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/runs.txt"
-		python3 "$repo/bench/lab/guest/run.py" --kernel "$SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage" \
-			--lab "$here/nfs.sh" "${programs[@]}" --param "lab_arm=$arm" "${params[@]}" \
+		read -r -a extra < <(arm_params "$arm") || true
+		python3 "$repo/bench/lab/guest/run.py" --kernel "$SOCKBUF_KMOD_CACHE/nfs-$(arm_kernel "$arm").bzImage" \
+			--lab "$here/nfs.sh" "${programs[@]}" --param "lab_arm=$arm" "${extra[@]}" "${params[@]}" \
 			--smp 2 --mem 6144 --timeout 2400 --log "$log" | tail -1
 		grep -a '^@@' "$log" | tr -d '\r' >"$out/$arm-$round.txt" || true
-		grep -a '@@ nfs arm=' "$out/$arm-$round.txt" | sed 's/^@@ nfs //' || echo "run: $arm round $round: no result (see $log)"
+		grep -aE '@@ (nfs|pressure) arm=' "$out/$arm-$round.txt" | sed 's/^@@ //' ||
+			echo "run: $arm round $round: no result (see $log)"
 	done
 done
 echo "run: $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg), done" | tee -a "$out/runs.txt"

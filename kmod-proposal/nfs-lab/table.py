@@ -25,7 +25,11 @@ def parse(out):
             continue
         for line in open(path, errors="replace"):
             if line.startswith("@@ pressure arm="):
-                press.append(dict(w.split("=", 1) for w in line[3:].split()[1:] if "=" in w))
+                f = dict(w.split("=", 1) for w in line[3:].split()[1:] if "=" in w)
+                if f.get("read_rc") != "0" or f.get("by_rc") != "0":
+                    failed[(f.get("arm"), "pressure", f.get("rtt"))] += 1
+                    continue
+                press.append(f)
                 continue
             if not line.startswith("@@ nfs arm="):
                 continue

@@ -155,6 +155,17 @@ struct guarded {
 	bool ok() const { return g.id >= 0 && tfd >= 0; }
 };
 
+// Starts the guard thread of @gs, a daemon announced, with @interval_us and
+// waits for its hand-over; @dm gets the daemon totals it then reports.
+void start_served(const guarded &gs, unsigned int interval_us,
+		  struct sockbuf_guard_daemon_totals *dm)
+{
+	ASSERT_GE(gs.g.id, 0);
+	ASSERT_EQ(sockbuf_guard_start(gs.g.id, interval_us), 0);
+	*dm = wait_for_handover(gs.g.id);
+	ASSERT_EQ(dm->handovers, 1u) << "no hand-over within 3 s of the thread's start";
+}
+
 #define SKIP_UNLESS_ROOT_AND_BUF_LOCK()                                                            \
 	do {                                                                                       \
 		if (geteuid() != 0)                                                                \
@@ -231,10 +242,8 @@ TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 	ASSERT_TRUE(d.ok());
 	d.announce();
 	guarded gs(0, false);
-	ASSERT_GE(gs.g.id, 0);
-	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 10'000'000), 0);
-	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
-	ASSERT_EQ(dm.handovers, 1u) << "no hand-over within 3 s of the thread's start";
+	struct sockbuf_guard_daemon_totals dm = {};
+	ASSERT_NO_FATAL_FAILURE(start_served(gs, 10'000'000, &dm));
 	EXPECT_EQ(dm.pid, d.pid());
 	push_below(gs.s);
 	const auto t0 = std::chrono::steady_clock::now();
@@ -262,10 +271,8 @@ TEST(GuardHandover, StopIsPromptWhileServed)
 	ASSERT_TRUE(d.ok());
 	d.announce();
 	guarded gs(0, false);
-	ASSERT_GE(gs.g.id, 0);
-	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
-	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
-	ASSERT_EQ(dm.handovers, 1u);
+	struct sockbuf_guard_daemon_totals dm = {};
+	ASSERT_NO_FATAL_FAILURE(start_served(gs, 1000, &dm));
 	const auto t0 = std::chrono::steady_clock::now();
 	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
 	const double took =
@@ -375,10 +382,8 @@ TEST(GuardHandover, StopTakesTheSocketsBack)
 	ASSERT_TRUE(d.ok());
 	d.announce();
 	guarded gs(0, false);
-	ASSERT_GE(gs.g.id, 0);
-	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
-	struct sockbuf_guard_daemon_totals dm = wait_for_handover(gs.g.id);
-	ASSERT_EQ(dm.handovers, 1u);
+	struct sockbuf_guard_daemon_totals dm = {};
+	ASSERT_NO_FATAL_FAILURE(start_served(gs, 1000, &dm));
 	ASSERT_EQ(sockbuf_guard_stop(gs.g.id), 0);
 	dm = daemon_of(gs.g.id);
 	EXPECT_EQ(dm.pid, 0);

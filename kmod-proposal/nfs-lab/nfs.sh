@@ -126,12 +126,18 @@ transfer() {
 # b, the rpc example's reads: 64 MiB or 30 s). Sampled every 0.25 s: the kernel's
 # TCP memory (sockstat, pages) and the sums over NFSD's sockets of queued
 # send memory (w) and send buffers (tb).
+# TcpExt TCPMemoryPressures of the server's namespace: the times TCP
+# entered memory pressure there.
+memory_pressures() {
+	in_a awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else
+		for (i = 1; i <= NF; i++) if (n[i] == "TCPMemoryPressures") print $i }' /proc/net/netstat
+}
+
 pressure() {
 	prtt=${lab_rtt:-50}
 	transfer write 0 if=/dev/zero of=/mnt/nfs/f bs=${bs}M count=$count oflag=direct
 	netem_rtt nfs $prtt 200000 || exit 1
-	p0=$(in_a awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else
-		for (i = 1; i <= NF; i++) if (n[i] == "TCPMemoryPressures") print $i }' /proc/net/netstat)
+	p0=$(memory_pressures)
 	tcp_mem_saved=$(cat /proc/sys/net/ipv4/tcp_mem)
 	tcp_mem_lab=$(echo "${lab_tcp_mem:-16384,24576,32768}" | tr , ' ')
 	echo "$tcp_mem_lab" >/proc/sys/net/ipv4/tcp_mem
@@ -175,8 +181,7 @@ pressure() {
 	touch /tmp/psample.stop
 	wait $sampler
 	echo "$tcp_mem_saved" >/proc/sys/net/ipv4/tcp_mem
-	p1=$(in_a awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else
-		for (i = 1; i <= NF; i++) if (n[i] == "TCPMemoryPressures") print $i }' /proc/net/netstat)
+	p1=$(memory_pressures)
 	mbps() { awk '/copied/ { b = $1; s = $0; sub(/.*copied, /, "", s); sub(/ s.*/, "", s);
 		if (s > 0) printf "%.1f", b / s / 1e6; f = 1 } END { if (!f) printf "0" }' "$1"; }
 	stats=$(sort -n /tmp/psample | awk '{ m[NR] = $1; if ($1 > mx) mx = $1; if ($2 > w) w = $2; if ($3 > tb) tb = $3; if ($4 > c) c = $4 }

@@ -18,6 +18,11 @@ import sys
 ARMS = ["stock", "locked", "series"]
 
 
+def fields(line):
+    """The KEY=VALUE words of a result line ("@@ nfs arm=stock rtt=0 ...")."""
+    return dict(w.split("=", 1) for w in line[3:].split()[1:] if "=" in w)
+
+
 def parse(out):
     rows, failed, press = [], collections.Counter(), []
     for path in sorted(glob.glob(os.path.join(out, "*.txt"))):
@@ -25,7 +30,7 @@ def parse(out):
             continue
         for line in open(path, errors="replace"):
             if line.startswith("@@ pressure arm="):
-                f = dict(w.split("=", 1) for w in line[3:].split()[1:] if "=" in w)
+                f = fields(line)
                 if f.get("read_rc") != "0" or f.get("by_rc") != "0":
                     failed[(f.get("arm"), "pressure", f.get("rtt"))] += 1
                     continue
@@ -33,7 +38,7 @@ def parse(out):
                 continue
             if not line.startswith("@@ nfs arm="):
                 continue
-            f = dict(w.split("=", 1) for w in line[3:].split()[1:] if "=" in w)
+            f = fields(line)
             if f.get("rc") != "0" or float(f.get("secs", 0)) <= 0:
                 failed[(f.get("arm"), f.get("op"), f.get("rtt"))] += 1
                 continue

@@ -19,19 +19,13 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 LAB=$KMOD_DIR/nfs-lab
+base_vars 7.2 # the base series_patches() picks backports for
 
 arm_patches() {
 	case $1 in
 	stock) ;;
 	locked) echo "$LAB/lab-locked-16m.patch" ;;
-	series)
-		local tree p
-		for tree in net net-next sunrpc; do
-			for p in "$KMOD_DIR/patches/$tree"/00[0-9][0-9]-*.patch; do
-				[[ -e $p && $(basename "$p") != 0000-* ]] && echo "$p"
-			done
-		done
-		;;
+	series) series_patches ;; # lib.sh: net, net-next, sunrpc, in order
 	*) echo "build-arms: unknown arm '$1' (stock, locked, series)" >&2; return 2 ;;
 	esac
 }

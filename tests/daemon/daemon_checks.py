@@ -26,21 +26,16 @@ listener's, published by the shim).
 Every wait is bounded.  usage: daemon_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
-import argparse
 import os
 import pwd
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "shim"))
-sys.path.insert(0, HERE)
-import real_programs as rp  # noqa: E402
-from daemon_lab import SERVER_PYTHON, Daemon, metric, start_time, until  # noqa: E402
+from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, arguments, metric, rp, run_checks,
+                        start_time, until)
 
 PORT = 5611
 BYTES = 1 << 20
@@ -73,14 +68,12 @@ def options_checks(sockbufd):
 
 def body(ns, args, tmp):
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shim")
-    argv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-            args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
+    argv = [*AS_NOBODY, args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
             SERVER_PYTHON, os.path.join(here, "py_listener.py"), rp.SRV_ADDR, str(PORT),
             str(BYTES)]
     srv = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True)
-    garbage = subprocess.Popen(["ip", "netns", "exec", ns.srv, "setpriv", "--reuid", "nobody", "--regid", "nogroup",
-                                "--clear-groups", "sleep", "60"])
+    garbage = subprocess.Popen(["ip", "netns", "exec", ns.srv, *AS_NOBODY, "sleep", "60"])
     # A process of another network namespace publishing a floor.
     elsewhere = subprocess.Popen(
         ["ip", "netns", "exec", ns.cli, args.sockbuf, "run", "-q", "--via", "preload",
@@ -197,25 +190,9 @@ def body(ns, args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    ap.add_argument("--sockbufd", required=True)
-    args = ap.parse_args()
+    args = arguments().parse_args()
     options_checks(args.sockbufd)
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        return rp.skip("no user nobody")
-
-    def run(ns):
-        with tempfile.TemporaryDirectory() as tmp:
-            body(ns, args, tmp)
-        return rp.verdict()
-
-    return rp.in_namespaces(run)
+    return run_checks(body, args)
 
 
 if __name__ == "__main__":

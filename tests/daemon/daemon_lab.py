@@ -1,18 +1,63 @@
 # SPDX-License-Identifier: MIT
-"""What the sockbufd tests share: a daemon run in a network namespace,
-bounded waits, and its metrics file read back.  Imported by
-daemon_checks.py, handover_checks.py (through daemon_checks) and
-fault_checks.py; the namespaces, checks and skips are real_programs.py's.
+"""What the sockbufd tests share: their command line, their skips (root,
+user nobody), their run in a fresh pair of network namespaces, a server
+run as nobody, a daemon run in a network namespace, bounded waits, and
+its metrics file read back.  Imported by daemon_checks.py,
+handover_checks.py and fault_checks.py; the namespaces, checks and skips
+are real_programs.py's (tests/shim), imported here as rp.
 """
+import argparse
 import os
+import pwd
 import re
 import subprocess
 import sys
+import tempfile
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "shim"))
+import real_programs as rp  # noqa: E402
 
 # The system's Python for servers run as nobody (a Python under /root
 # would not be reachable by that user).
 SERVER_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+# A command's prefix that runs it as user nobody, the way servers run.
+AS_NOBODY = ("setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups")
+
+
+def arguments():
+    """The checks' command line: --sockbuf PATH --sockbufd PATH; a parser
+    to add their own options to."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sockbuf", required=True)
+    ap.add_argument("--sockbufd", required=True)
+    return ap
+
+
+def run_checks(body, args, missing=None):
+    """The checks' exit status: body(ns, args, tmp) in a fresh pair of
+    network namespaces (rp.Namespaces) with a temporary directory, then
+    the verdict; a skip instead where they cannot run here: not root, no
+    user nobody, or @missing(), the checks' own reason (or None)."""
+    why = rp.root_missing()
+    if not why:
+        try:
+            pwd.getpwnam("nobody")
+        except KeyError:
+            why = "no user nobody"
+    if not why and missing:
+        why = missing()
+    if why:
+        return rp.skip(why)
+
+    def run(ns):
+        with tempfile.TemporaryDirectory() as tmp:
+            body(ns, args, tmp)
+        return rp.verdict()
+
+    return rp.in_namespaces(run)
 
 
 def until(pred, seconds):

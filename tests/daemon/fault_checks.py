@@ -93,7 +93,6 @@ usage: fault_checks.py --sockbuf PATH --sockbufd PATH [--scale N] [--sockets K]
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user, no
 pidfd_getfd or SO_BUF_LOCK).
 """
-import argparse
 import atexit
 import ctypes
 import mmap
@@ -106,16 +105,13 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, start_time,
+                        until)
+
 SELF = os.path.abspath(__file__)
-sys.path.insert(0, os.path.join(HERE, "..", "shim"))
-sys.path.insert(0, HERE)
-import real_programs as rp  # noqa: E402
-from daemon_lab import SERVER_PYTHON, Daemon, start_time, until  # noqa: E402
 
 SO_SNDBUF, SO_RCVBUF = socket.SO_SNDBUF, socket.SO_RCVBUF
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
@@ -351,7 +347,7 @@ class Proc:
     def __init__(self, lab, ns, name, user="nobody", shim=True, force=False, env=None):
         argv = ["ip", "netns", "exec", ns]
         if user == "nobody":
-            argv += ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups"]
+            argv += AS_NOBODY
         if shim:
             argv += [lab.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial"]
             argv += ["--config", "force:allow"] if force else []
@@ -1035,14 +1031,8 @@ def body(ns, args, tmp):
 
 
 def missing(args):
-    """Why these checks cannot run here, or None."""
-    why = rp.root_missing()
-    if why:
-        return why
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        return "no user nobody"
+    """Why these checks cannot run here as root in network namespaces (with
+    user nobody), or None."""
     for tool in ("ip", "setpriv"):
         if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
             return f"{tool} not installed"
@@ -1072,25 +1062,14 @@ def missing(args):
 def main():
     if sys.argv[1:] == ["--serve"]:
         return Served().run()
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    ap.add_argument("--sockbufd", required=True)
+    ap = arguments()
     ap.add_argument("--scale", type=int, default=200, help="processes in the scale run (0: none)")
     ap.add_argument("--sockets", type=int, default=100, help="sockets per process")
     ap.add_argument("--scale-only", action="store_true", help="the scale run alone")
     args = ap.parse_args()
     # Killed with SIGTERM (ctest's timeout): the cleanup still runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("fault_checks: SIGTERM"))
-    why = missing(args)
-    if why:
-        return rp.skip(why)
-
-    def run(ns):
-        with tempfile.TemporaryDirectory() as tmp:
-            body(ns, args, tmp)
-        return rp.verdict()
-
-    return rp.in_namespaces(run)
+    return run_checks(body, args, lambda: missing(args))
 
 
 if __name__ == "__main__":

@@ -24,20 +24,15 @@ host's /run/sockbufd.  Every wait is bounded.
 usage: handover_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
-import argparse
 import os
 import pwd
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "shim"))
-sys.path.insert(0, HERE)
-import real_programs as rp  # noqa: E402
-from daemon_checks import until, metric, cut, FLOOR, CUT, SERVER_PYTHON, served_by  # noqa: E402
+from daemon_checks import CUT, FLOOR, cut, served_by
+from daemon_lab import AS_NOBODY, HERE, SERVER_PYTHON, arguments, metric, rp, run_checks, until
 
 PORT = 5612
 BYTES = 1 << 20
@@ -72,8 +67,7 @@ def body(ns, args, tmp):
     os.chown(shim_log, nobody.pw_uid, nobody.pw_gid)
     env = dict(os.environ, SOCKBUF_DAEMON_DIR=run_dir)
     os.environ["SOCKBUF_DAEMON_DIR"] = run_dir  # `sockbuf show` too
-    argv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-            args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial",
+    argv = [*AS_NOBODY, args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial",
             "--floor-guard", "10", "--log", shim_log, "--",
             SERVER_PYTHON, os.path.join(HERE, "..", "shim", "py_listener.py"), rp.SRV_ADDR,
             str(PORT), str(BYTES)]
@@ -152,24 +146,7 @@ def body(ns, args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    ap.add_argument("--sockbufd", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        return rp.skip("no user nobody")
-
-    def run(ns):
-        with tempfile.TemporaryDirectory() as tmp:
-            body(ns, args, tmp)
-        return rp.verdict()
-
-    return rp.in_namespaces(run)
+    return run_checks(body, arguments().parse_args())
 
 
 if __name__ == "__main__":

@@ -34,8 +34,8 @@ import subprocess
 import sys
 import time
 
-from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, arguments, metric, rp, run_checks,
-                        start_time, until)
+from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, accepted, arguments, metric,
+                        nobody_listener, rp, run_checks, start_time, until)
 
 PORT = 5611
 BYTES = 1 << 20
@@ -67,12 +67,7 @@ def options_checks(sockbufd):
 
 
 def body(ns, args, tmp):
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shim")
-    argv = [*AS_NOBODY, args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
-            SERVER_PYTHON, os.path.join(here, "py_listener.py"), rp.SRV_ADDR, str(PORT),
-            str(BYTES)]
-    srv = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True)
+    srv = nobody_listener(ns, args.sockbuf, PORT, BYTES)
     garbage = subprocess.Popen(["ip", "netns", "exec", ns.srv, *AS_NOBODY, "sleep", "60"])
     # A process of another network namespace publishing a floor.
     elsewhere = subprocess.Popen(
@@ -85,22 +80,11 @@ def body(ns, args, tmp):
     daemon = None
     killed = None
     try:
-        first = srv.stdout.readline().strip()
-        rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
         sized = elsewhere.stdout.readline().strip()
-        sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
-                        "import socket,sys; s=socket.create_connection((sys.argv[1], "
-                        "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
-                        rp.SRV_ADDR, str(PORT), str(BYTES), check_rc=False, timeout=30)
-        line = srv.stdout.readline().strip()
-        rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
-        if " fd=" not in line:
+        conn = accepted(ns, srv, PORT, BYTES)
+        if conn is None:
             return
-        fd = int(line.split("fd=")[1])
-        s = rp.dup_of(srv.pid, fd)
-        rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
-        if s is None:
-            return
+        fd, s = conn
 
         # A table of garbage for a live process of the same user.
         nobody = pwd.getpwnam("nobody")

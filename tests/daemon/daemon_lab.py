@@ -60,6 +60,37 @@ def run_checks(body, args, missing=None):
     return rp.in_namespaces(run)
 
 
+def nobody_listener(ns, sockbuf, port, nbytes, opts=(), env=None):
+    """tests/shim/py_listener.py in @ns.srv as nobody, under `sockbuf run
+    --policy initial` and @opts: it reads @nbytes on @port, one line a
+    step on its standard output."""
+    argv = [*AS_NOBODY, sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", *opts,
+            "--", SERVER_PYTHON, os.path.join(HERE, "..", "shim", "py_listener.py"),
+            rp.SRV_ADDR, str(port), str(nbytes)]
+    return subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+
+
+def accepted(ns, srv, port, nbytes):
+    """@nbytes sent from @ns.cli to @srv, a nobody_listener(): the fd of
+    its accepted connection and that socket taken with pidfd_getfd, or
+    None; each step checked."""
+    first = srv.stdout.readline().strip()
+    rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
+    sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
+                    "import socket,sys; s=socket.create_connection((sys.argv[1], "
+                    "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
+                    rp.SRV_ADDR, str(port), str(nbytes), check_rc=False, timeout=30)
+    line = srv.stdout.readline().strip()
+    rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
+    if " fd=" not in line:
+        return None
+    fd = int(line.split("fd=")[1])
+    s = rp.dup_of(srv.pid, fd)
+    rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
+    return None if s is None else (fd, s)
+
+
 def until(pred, seconds):
     """pred()'s first true value within @seconds, else its last value."""
     end = time.monotonic() + seconds

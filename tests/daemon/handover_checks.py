@@ -32,7 +32,7 @@ import sys
 import time
 
 from daemon_checks import CUT, FLOOR, cut, served_by
-from daemon_lab import AS_NOBODY, HERE, SERVER_PYTHON, arguments, metric, rp, run_checks, until
+from daemon_lab import accepted, arguments, metric, nobody_listener, rp, run_checks, until
 
 PORT = 5612
 BYTES = 1 << 20
@@ -67,12 +67,8 @@ def body(ns, args, tmp):
     os.chown(shim_log, nobody.pw_uid, nobody.pw_gid)
     env = dict(os.environ, SOCKBUF_DAEMON_DIR=run_dir)
     os.environ["SOCKBUF_DAEMON_DIR"] = run_dir  # `sockbuf show` too
-    argv = [*AS_NOBODY, args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial",
-            "--floor-guard", "10", "--log", shim_log, "--",
-            SERVER_PYTHON, os.path.join(HERE, "..", "shim", "py_listener.py"), rp.SRV_ADDR,
-            str(PORT), str(BYTES)]
-    srv = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True, env=env)
+    srv = nobody_listener(ns, args.sockbuf, PORT, BYTES,
+                          opts=("--floor-guard", "10", "--log", shim_log), env=env)
     daemon = None
 
     def said(text):
@@ -80,21 +76,10 @@ def body(ns, args, tmp):
             return f.read().count(text)
 
     try:
-        first = srv.stdout.readline().strip()
-        rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
-        sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
-                        "import socket,sys; s=socket.create_connection((sys.argv[1], "
-                        "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
-                        rp.SRV_ADDR, str(PORT), str(BYTES), check_rc=False, timeout=30)
-        line = srv.stdout.readline().strip()
-        rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
-        if " fd=" not in line:
+        conn = accepted(ns, srv, PORT, BYTES)
+        if conn is None:
             return
-        fd = int(line.split("fd=")[1])
-        s = rp.dup_of(srv.pid, fd)
-        rp.check(s is not None, f"pidfd_getfd of the server's fd {fd}")
-        if s is None:
-            return
+        fd, s = conn
 
         got = cut(s)
         back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)

@@ -5,6 +5,7 @@
 
 #include "floor_registry.h"
 #include "read_file.h"
+#include "sys.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -36,55 +37,72 @@ uint64_t netns_of(const std::string &proc)
 	return stat((proc + "/ns/net").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
 }
 
-int announce()
+namespace
 {
-	const std::string d = dir(), f = file(), tmp = f + ".tmp";
-	if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-		return -errno;
-	struct stat shm = {};
-	stat(registry::default_dir, &shm); // zeros if none: no guard then matches
-	char text[160];
-	const int len = std::snprintf(
-	    text, sizeof(text), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", getpid(),
-	    registry::process_start_time(getpid()), netns_of("/proc/self"), uint64_t(shm.st_dev),
-	    uint64_t(shm.st_ino));
-	const int fd =
-	    open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	// The umask may have taken bits; readers want exactly "not writable
-	// by others", and the mode given is that.
-	const bool ok = fchmod(fd, 0644) == 0 && write(fd, text, size_t(len)) == ssize_t(len);
-	if (close(fd) != 0 || !ok || std::rename(tmp.c_str(), f.c_str()) != 0) {
-		const int err = errno ? errno : EIO;
-		unlink(tmp.c_str());
-		return -err;
-	}
-	return 0;
+
+// A directory or file whose owner is @uid and that no one else may write.
+bool owned_alone(const struct stat &st, uid_t uid)
+{
+	return st.st_uid == uid && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
-int read_serving(serving *out)
+// The run directory @d, held: a descriptor of it (O_PATH) if it is a
+// directory, not a symbolic link, owned by @uid alone; or -EPERM (it is
+// not), -ENOENT, -errno.  The file is then opened, renamed or removed
+// relative to this descriptor (openat and the like), so the directory
+// checked is the directory used: checking the path and then opening the
+// path again let anyone who could swap a component of it between the two
+// (a symbolic link to a directory of their own) have a file of theirs
+// read as root's.
+//
+// O_PATH: the checks need only fstat() and the *at() calls a directory to
+// start from, not the right to list it (a reader needs search permission
+// on it, as by path), and nothing is opened for real (a FIFO or device
+// put in its place does not block or wake a driver).  Without
+// O_DIRECTORY: O_NOFOLLOW then opens a link itself rather than failing,
+// and fstat() tells a link or anything else not a directory (-EPERM)
+// from a missing one (-ENOENT).
+//
+// A trailing slash would have the last component followed even with
+// O_NOFOLLOW: taken off.
+int open_dir(std::string d, uid_t uid)
 {
-	const std::string d = dir(), f = file();
-	struct stat dst;
-	if (stat(d.c_str(), &dst) != 0)
-		return errno == ENOENT ? -ENOENT : -errno;
+	while (d.size() > 1 && d.back() == '/')
+		d.pop_back();
+	const int dfd = sys::openat(AT_FDCWD, d.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return dfd;
+	struct stat st;
+	int err = 0;
+	if (fstat(dfd, &st) != 0)
+		err = -errno;
 	// Anyone who may write the directory may put a file of their own there.
-	if (!S_ISDIR(dst.st_mode) || dst.st_uid != 0 || (dst.st_mode & (S_IWGRP | S_IWOTH)))
-		return -EPERM;
-	const int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	else if (!S_ISDIR(st.st_mode) || !owned_alone(st, uid))
+		err = -EPERM;
+	if (err) {
+		::close(dfd);
+		return err;
+	}
+	return dfd;
+}
+
+// read_serving() in the directory @dfd holds (open_dir()).
+int read_in(int dfd, serving *out)
+{
+	// O_NONBLOCK: a FIFO in its place would otherwise block the open.
+	const int fd = sys::openat(dfd, file_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
+		return fd == -ELOOP ? -EPERM : fd;
 	struct stat st;
 	char text[160];
 	ssize_t n = -EINVAL;
 	if (fstat(fd, &st) != 0)
 		n = -errno;
-	else if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+	else if (!S_ISREG(st.st_mode) || !owned_alone(st, 0))
 		n = -EPERM;
 	else
 		n = fileio::read_all(fd, text, sizeof(text) - 1);
-	close(fd);
+	::close(fd);
 	if (n < 0)
 		return int(n);
 	text[n] = '\0';
@@ -103,12 +121,74 @@ int read_serving(serving *out)
 	return 0;
 }
 
+} // namespace
+
+int announce()
+{
+	const std::string d = dir();
+	if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+		return -errno;
+	// What readers will check, checked here too (this process's user for
+	// root), and the directory held: the file is written and renamed in
+	// the directory checked, never in one swapped in for it meanwhile,
+	// where root's O_TRUNC and fchmod() would land on what another user
+	// put there.
+	const int dfd = open_dir(d, geteuid());
+	if (dfd < 0)
+		return dfd;
+	struct stat shm = {};
+	stat(registry::default_dir, &shm); // zeros if none: no guard then matches
+	char text[160];
+	const int len = std::snprintf(
+	    text, sizeof(text), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", getpid(),
+	    registry::process_start_time(getpid()), netns_of("/proc/self"), uint64_t(shm.st_dev),
+	    uint64_t(shm.st_ino));
+	const std::string tmp = std::string(file_name) + ".tmp";
+	int err = 0;
+	const int fd = sys::openat(dfd, tmp.c_str(),
+				   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		err = fd;
+	} else {
+		// The umask may have taken bits; readers want exactly "not
+		// writable by others", and the mode given is that.
+		ssize_t n = 0;
+		if (fchmod(fd, 0644) != 0)
+			err = -errno;
+		else if ((n = write(fd, text, size_t(len))) != ssize_t(len))
+			err = n < 0 ? -errno : -EIO;
+		if (::close(fd) != 0 && !err)
+			err = -errno;
+		if (!err && renameat(dfd, tmp.c_str(), dfd, file_name) != 0)
+			err = -errno;
+		if (err)
+			unlinkat(dfd, tmp.c_str(), 0);
+	}
+	::close(dfd);
+	return err;
+}
+
+int read_serving(serving *out)
+{
+	const int dfd = open_dir(dir(), 0);
+	if (dfd < 0)
+		return dfd;
+	const int err = read_in(dfd, out);
+	::close(dfd);
+	return err;
+}
+
 void withdraw()
 {
+	const int dfd = open_dir(dir(), 0);
+	if (dfd < 0)
+		return;
 	serving s;
-	// Only our own: a daemon started since may have replaced it.
-	if (read_serving(&s) == 0 && s.pid == getpid())
-		unlink(file().c_str());
+	// Only our own: a daemon started since may have replaced it.  Removed
+	// from the directory it was read in.
+	if (read_in(dfd, &s) == 0 && s.pid == getpid())
+		unlinkat(dfd, file_name, 0);
+	::close(dfd);
 }
 
 bool serves(pid_t pid)

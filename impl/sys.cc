@@ -36,6 +36,14 @@ void set_read_hook(ssize_t (*fn)(int fd, void *buf, size_t len))
 {
 	g_read_hook.store(fn, std::memory_order_release);
 }
+namespace
+{
+std::atomic<int (*)(int, const char *, int, mode_t)> g_openat_hook{nullptr};
+} // namespace
+void set_openat_hook(int (*fn)(int dirfd, const char *path, int flags, mode_t mode))
+{
+	g_openat_hook.store(fn, std::memory_order_release);
+}
 #define SOCKBUF_HOOK(member, ...)                                                                  \
 	do {                                                                                       \
 		const hooks *h_ = g_hooks.load(std::memory_order_acquire);                         \
@@ -122,6 +130,19 @@ ssize_t read(int fd, void *buf, size_t len)
 #endif
 	ssize_t n = ::read(fd, buf, len);
 	return n >= 0 ? n : -errno;
+}
+
+int openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+#ifdef SOCKBUF_TEST_SEAM
+	if (auto fn = g_openat_hook.load(std::memory_order_acquire)) {
+		int r = fn(dirfd, path, flags, mode);
+		if (r != pass)
+			return r;
+	}
+#endif
+	const int fd = ::openat(dirfd, path, flags, mode);
+	return fd >= 0 ? fd : -errno;
 }
 
 void close(int fd)

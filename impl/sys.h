@@ -30,6 +30,11 @@ int uring_enter(int fd, unsigned int to_submit, unsigned int min_complete, unsig
 // retries it).  Async-signal-safe.
 ssize_t read(int fd, void *buf, size_t len);
 
+// openat(2) (AT_FDCWD for open(2)): the new fd or -errno, EINTR not
+// retried.  The presence file's reader and writer (daemon_presence.h) open
+// its directory and then the file in that directory through it.
+int openat(int dirfd, const char *path, int flags, mode_t mode = 0);
+
 // Integer getsockopt/setsockopt, the common case.
 int get_int(int fd, int level, int name, int *out);
 int set_int(int fd, int level, int name, int value);
@@ -52,6 +57,10 @@ void set_uring_setup_hook(int (*fn)(unsigned int entries, void *params));
 // the call's (the count or -errno); a hook that lets a call through makes
 // it itself.  Tests open the EINTR path of read_file.h with it.
 void set_read_hook(ssize_t (*fn)(int fd, void *buf, size_t len));
+// Sees every openat() above first (nullptr removes it): pass lets the call
+// through, anything else is its result (the fd or -errno).  Tests swap a
+// directory between its check and the open of a file in it with it.
+void set_openat_hook(int (*fn)(int dirfd, const char *path, int flags, mode_t mode));
 #endif
 
 } // namespace sockbuf::sys

@@ -10,7 +10,12 @@
 // floor guard, which hands its sockets over to the daemon and takes them
 // back when the daemon goes (impl/guard_drivers.cc).  The guard trusts the
 // file only when root wrote it: the file and its directory owned by uid 0
-// and writable by no one else, the file not a link.
+// and writable by no one else (anyone who may write the directory may put
+// a file there), neither a symbolic link, the file a regular one.  The
+// directory is opened once and checked through its descriptor, and the
+// file opened in that descriptor (openat): never by the path again, which
+// anyone able to swap one of its components between the check and the
+// open (for a link to a directory of their own) could point elsewhere.
 //
 // The directory is /run/sockbufd (the unit's RuntimeDirectory), or
 // $SOCKBUF_DAEMON_DIR when set (read with secure_getenv: a set-id program
@@ -40,15 +45,22 @@ struct serving {
 };
 
 // Written by the daemon at start, through a file renamed into place (the
-// directory made 0755 if missing).  0 or -errno.
+// directory made 0755, less the umask, if missing); the file is 0644
+// whatever the umask.  The directory is checked as readers check it, with
+// this process's user in root's place (its own, writable by no one else,
+// not a link: else -EPERM and nothing is written) and held as they hold
+// it: the file is written and renamed in the directory checked, never in
+// one swapped in for it.  0 or -errno.
 int announce();
 // Removed at a clean exit, if it is still this process's (a killed
 // daemon's file names a dead process, or one started later: readers
-// check the start time).
+// check the start time); from the directory it was read in.
 void withdraw();
 
-// Reads and checks the file: 0, -ENOENT (none), -EPERM (not root's, or
-// writable by others, or a link), -EINVAL (not in the format).
+// Reads and checks the file: 0, -ENOENT (no file, or no directory),
+// -EPERM (the directory or the file not root's, or writable by group or
+// others, or a symbolic link; the directory not a directory, the file not
+// a regular file), -EINVAL (not in the format), or another -errno.
 int read_serving(serving *out);
 
 // The inode of the network namespace of the process whose /proc

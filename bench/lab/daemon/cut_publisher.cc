@@ -16,11 +16,8 @@
 //
 //   cut_publisher [connections=8] [floor=262144] [seconds=20] [read_kb_per_s=2048]
 #include "floor_registry.h"
+#include "floored_pairs.h"
 
-#include <sockbuf/sockbuf.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,31 +57,22 @@ int main(int argc, char **argv)
 				     "[seconds] [read_kb_per_s]\n");
 		return 2;
 	}
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {};
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(sa);
-	if (l < 0 || bind(l, (sockaddr *)&sa, sizeof(sa)) || listen(l, n) ||
-	    getsockname(l, (sockaddr *)&sa, &len)) {
+	struct sockaddr_in sa;
+	const int l = sockbuf::daemon_lab::loopback_listener(n, &sa);
+	if (l < 0) {
 		std::perror("cut_publisher: listen");
 		return 1;
 	}
 	std::vector<int> snd(static_cast<size_t>(n)), rcv(static_cast<size_t>(n));
 	int stored = 0;
 	for (int i = 0; i < n; i++) {
-		snd[size_t(i)] = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockbuf_report rep;
-		if (sockbuf_set_initial_bufsize(snd[size_t(i)], floor, 0, 0, &rep) != 0 ||
-		    connect(snd[size_t(i)], (sockaddr *)&sa, sizeof(sa)) != 0 ||
-		    (rcv[size_t(i)] = accept(l, nullptr, nullptr)) < 0) {
+		struct sockbuf_floor fl;
+		if (sockbuf::daemon_lab::floored_pair(l, sa, floor, &snd[size_t(i)],
+						      &rcv[size_t(i)], &fl) != 0) {
 			std::perror("cut_publisher: connection");
 			return 1;
 		}
-		// The floor is the size the call stored (autotuning has grown
-		// the buffer since, at connect).
-		struct sockbuf_floor fl;
-		sockbuf_report_floor(&rep, &fl);
+		// The floor is the size the call stored.
 		stored = fl.snd;
 		struct stat st;
 		fstat(snd[size_t(i)], &st);

@@ -21,12 +21,9 @@
 //
 //   fleet_judge --arm daemon|own [procs=50] [sockets=200] [seconds=20] [floor=131072] [nice=0]
 #include "floor_registry.h"
+#include "floored_pairs.h"
 #include "kernel_clock.h"
 
-#include <sockbuf/sockbuf.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -82,28 +79,19 @@ int child(bool own, int sockets, int floor, double secs, int report, int go)
 		return 19;
 	if (!nobody || setgid(nobody->pw_gid) != 0 || setuid(nobody->pw_uid) != 0)
 		return 10;
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {};
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(sa);
-	if (l < 0 || bind(l, (sockaddr *)&sa, sizeof(sa)) || listen(l, sockets) ||
-	    getsockname(l, (sockaddr *)&sa, &len))
+	struct sockaddr_in sa;
+	const int l = sockbuf::daemon_lab::loopback_listener(sockets, &sa);
+	if (l < 0)
 		return 11;
 	int guard = -1;
 	if (own && ((guard = sockbuf_guard_new(SOCKBUF_GUARD_NO_DAEMON)) < 0))
 		return 12;
 	std::vector<int> snd, rcv;
 	for (int i = 0; i < sockets; i++) {
-		const int s = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockbuf_report rep;
-		int r = -1;
-		if (s < 0 || sockbuf_set_initial_bufsize(s, floor, 0, 0, &rep) != 0 ||
-		    connect(s, (sockaddr *)&sa, sizeof(sa)) != 0 ||
-		    (r = accept(l, nullptr, nullptr)) < 0)
-			return 13;
+		int s = -1, r = -1;
 		struct sockbuf_floor fl;
-		sockbuf_report_floor(&rep, &fl);
+		if (sockbuf::daemon_lab::floored_pair(l, sa, floor, &s, &r, &fl) != 0)
+			return 13;
 		struct stat st;
 		fstat(s, &st);
 		if (own) {

@@ -86,15 +86,32 @@ sample_server() {
 		sleep 0.25
 	done
 }
+# skmem [FILE]: each skmem:(...) in `ss -m` output (FILE or standard
+# input) as one line of its fields, "r=0 rb=131072 t=0 tb=46080 ...".
+skmem() {
+	awk '/skmem:/ { s = $0; sub(/.*skmem:\(/, "", s); sub(/\).*/, "", s);
+		n = split(s, f, ","); line = "";
+		for (i = 1; i <= n; i++) { k = f[i]; gsub(/[0-9]/, "", k); v = f[i]; gsub(/[^0-9]/, "", v);
+			line = line (i > 1 ? " " : "") k "=" (v + 0) }
+		print line }' "$@"
+}
 skmem_max() {
 	# rb, tb, w, r of the skmem lines: the largest of each; and the
 	# smallest send buffer of any socket in any sample (tbmin).
-	awk '/skmem:/ { s = $0; sub(/.*skmem:\(/, "", s); sub(/\).*/, "", s);
-		n = split(s, f, ",");
-		for (i = 1; i <= n; i++) { k = f[i]; gsub(/[0-9]/, "", k); v = f[i]; gsub(/[^0-9]/, "", v);
-			if (v + 0 > m[k]) m[k] = v + 0;
-			if (k == "tb" && (tbmin == "" || v + 0 < tbmin)) tbmin = v + 0 } }
-		END { printf "tb=%d rb=%d w=%d r=%d tbmin=%d", m["tb"], m["rb"], m["w"], m["r"], tbmin }' "$1"
+	skmem "$1" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); k = kv[1]; v = kv[2] + 0;
+			if (v > m[k]) m[k] = v;
+			if (k == "tb" && (tbmin == "" || v < tbmin)) tbmin = v } }
+		END { printf "tb=%d rb=%d w=%d r=%d tbmin=%d", m["tb"], m["rb"], m["w"], m["r"], tbmin }'
+}
+
+# dd_copied TEXT: bytes, secs and MBps from dd's "copied" line in TEXT
+# (its standard error); 0 each without one.
+dd_copied() {
+	copied=$(echo "$1" | awk '/copied/ { b = $1; s = $0; sub(/.*copied, /, "", s); sub(/ s.*/, "", s); f = 1 }
+		END { if (!f) b = s = 0; printf "%s %s %s", b, s, (s + 0 > 0 ? sprintf("%.1f", b / s / 1e6) : 0) }')
+	read -r bytes secs MBps <<-EOF
+	$copied
+	EOF
 }
 
 # One transfer: OP (write|read), the dd arguments; prints the @@ line.
@@ -108,11 +125,8 @@ transfer() {
 	rc=$?
 	touch /tmp/skmem.stop
 	wait $sampler
-	line=$(echo "$out" | grep copied)
-	bytes=$(echo "$line" | awk '{print $1}')
-	secs=$(echo "$line" | sed 's/.*copied, \([0-9.e+-]*\) s.*/\1/')
-	echo "@@ nfs arm=$arm rtt=$rtt op=$op rc=$rc bytes=${bytes:-0} secs=${secs:-0}" \
-		"MBps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.1f", b / s / 1e6; else print 0 }')" \
+	dd_copied "$out"
+	echo "@@ nfs arm=$arm rtt=$rtt op=$op rc=$rc bytes=$bytes secs=$secs MBps=$MBps" \
 		"$(skmem_max /tmp/skmem)"
 	[ $rc -eq 0 ] || echo "@@ nfs: $op failed: $(echo "$out" | tail -3 | tr '\n' ' ')"
 }
@@ -145,10 +159,9 @@ pressure() {
 	rm -f /tmp/psample.stop
 	(while [ ! -e /tmp/psample.stop ]; do
 		mem=$(awk '/^TCP:/ { for (i = 1; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat)
-		in_a /usr/bin/ss -tmnH state established '( sport = :2049 )' 2>/dev/null |
-			awk -v mem="$mem" '/skmem:/ { s = $0; sub(/.*skmem:\(/, "", s); sub(/\).*/, "", s);
-				n = split(s, f, ","); for (i = 1; i <= n; i++) { k = f[i]; gsub(/[0-9]/, "", k);
-				v = f[i]; gsub(/[^0-9]/, "", v); if (k == "w") w += v; if (k == "tb") tb += v }; c++ }
+		in_a /usr/bin/ss -tmnH state established '( sport = :2049 )' 2>/dev/null | skmem |
+			awk -v mem="$mem" '{ for (i = 1; i <= NF; i++) { split($i, kv, "=");
+				if (kv[1] == "w") w += kv[2]; if (kv[1] == "tb") tb += kv[2] }; c++ }
 				END { printf "%d %d %d %d\n", mem, w, tb, c }' >>/tmp/psample
 		sleep 0.25
 	done) &
@@ -182,15 +195,15 @@ pressure() {
 	wait $sampler
 	echo "$tcp_mem_saved" >/proc/sys/net/ipv4/tcp_mem
 	p1=$(memory_pressures)
-	mbps() { awk '/copied/ { b = $1; s = $0; sub(/.*copied, /, "", s); sub(/ s.*/, "", s);
-		if (s > 0) printf "%.1f", b / s / 1e6; f = 1 } END { if (!f) printf "0" }' "$1"; }
+	dd_copied "$(cat /tmp/pread.out)"
+	nfs_mbps=$MBps
 	stats=$(sort -n /tmp/psample | awk '{ m[NR] = $1; if ($1 > mx) mx = $1; if ($2 > w) w = $2; if ($3 > tb) tb = $3; if ($4 > c) c = $4 }
 		END { printf "tcpmem_max=%d tcpmem_med=%d srv_w_sum_max=%d srv_tb_sum_max=%d srv_socks=%d samples=%d",
 			mx, m[int((NR + 1) / 2)], w, tb, c, NR }')
 	by_mbps=$(sed -n 's/.*"MBps":\([0-9.e+-]*\).*/\1/p' /tmp/by.out | tail -1)
 	[ -n "$by_mbps" ] || echo "@@ pressure: bystander: $(tr '\n' ' ' </tmp/by.out)"
 	echo "@@ pressure arm=$arm rtt=$prtt tcp_mem=\"$tcp_mem_lab\" read_rc=$read_rc" \
-		"nfs_MBps=$(mbps /tmp/pread.out) by_rc=$by_rc by_MBps=$(awk -v v="${by_mbps:-0}" 'BEGIN { printf "%.1f", v }') $stats" \
+		"nfs_MBps=$nfs_mbps by_rc=$by_rc by_MBps=$(awk -v v="${by_mbps:-0}" 'BEGIN { printf "%.1f", v }') $stats" \
 		"pressures=$((p1 - p0))"
 	# After the episode, tcp_mem back to the boot values: the same read on
 	# the same connections shows what the send buffers grew back to.

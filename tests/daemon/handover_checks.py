@@ -27,32 +27,14 @@ Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 import os
 import pwd
 import signal
-import subprocess
 import sys
 import time
 
 from daemon_checks import CUT, FLOOR, cut, served_by
-from daemon_lab import accepted, arguments, metric, nobody_listener, rp, run_checks, until
+from daemon_lab import Daemon, accepted, arguments, metric, nobody_listener, rp, run_checks, until
 
 PORT = 5612
 BYTES = 1 << 20
-
-
-def start_daemon(ns, sockbufd, tmp, env, n):
-    log = open(os.path.join(tmp, f"sockbufd.{n}.log"), "w+")
-    proc = subprocess.Popen(["ip", "netns", "exec", ns, sockbufd, "--interval", "50",
-                             "--metrics-file", os.path.join(tmp, "sockbufd.prom")],
-                            stdout=subprocess.DEVNULL, stderr=log, env=env)
-    return proc, log
-
-
-def end(proc, sig):
-    proc.send_signal(sig)
-    try:
-        return proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait()
 
 
 def body(ns, args, tmp):
@@ -88,10 +70,10 @@ def body(ns, args, tmp):
                  f"own: cut to {got}, back to {rp.rcvbuf(s)} by the process's guard "
                  f"(served_by {who!r})")
 
-        daemon, dlog = start_daemon(ns.srv, args.sockbufd, tmp, env, 1)
-        prom = os.path.join(tmp, "sockbufd.prom")
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 1, args=("--interval", "50"), env=env)
+        prom = daemon.metrics
         t0 = time.monotonic()
-        handed = until(lambda: said("sockbufd (pid %d) serves these floors" % daemon.pid), 5)
+        handed = until(lambda: said("sockbufd (pid %d) serves these floors" % daemon.proc.pid), 5)
         rp.check(handed == 1, f"handover: the shim said it once within "
                               f"{time.monotonic() - t0:.2f} s ({handed})")
         who = served_by(args.sockbuf, srv.pid, fd)
@@ -111,7 +93,7 @@ def body(ns, args, tmp):
         rp.check(cost is not None and 0 < cost < 1,
                  f"cost accounting: reading python3's table took {cost} s in all")
 
-        end(daemon, signal.SIGKILL)
+        daemon.end(signal.SIGKILL)
         daemon = None
         t0 = time.monotonic()
         resumed = until(lambda: said("sockbufd gone"), 3)
@@ -125,7 +107,7 @@ def body(ns, args, tmp):
         s.close()
     finally:
         if daemon:
-            end(daemon, signal.SIGTERM)
+            daemon.end(signal.SIGTERM)
         rp.stop(srv, ask=rp.say_done)
         os.environ.pop("SOCKBUF_DAEMON_DIR", None)
 

@@ -77,10 +77,7 @@ def accepted(ns, srv, port, nbytes):
     None; each step checked."""
     first = srv.stdout.readline().strip()
     rp.check(first == "listening readback=131072", f"server as nobody: {first!r}")
-    sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
-                    "import socket,sys; s=socket.create_connection((sys.argv[1], "
-                    "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
-                    rp.SRV_ADDR, str(port), str(nbytes), check_rc=False, timeout=30)
+    sender = rp.send_zeros(ns, port, nbytes)
     line = srv.stdout.readline().strip()
     rp.check(sender.returncode == 0 and " fd=" in line, f"transfer: {line!r}")
     if " fd=" not in line:

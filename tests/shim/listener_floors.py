@@ -63,10 +63,7 @@ def one_mode(ns, sockbuf, via):
     try:
         first = srv.stdout.readline().strip()
         rp.check(first == "listening readback=131072", f"{label}: {first!r}")
-        sender = rp.run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
-                        "import socket,sys; s=socket.create_connection((sys.argv[1], "
-                        "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
-                        rp.SRV_ADDR, str(PORT), str(BYTES), check_rc=False, timeout=30)
+        sender = rp.send_zeros(ns, PORT, BYTES)
         line = srv.stdout.readline().strip()
         rp.check(sender.returncode == 0 and line.startswith(f"received {BYTES} fd="),
                  f"{label}: transfer ({line!r}, sender exit {sender.returncode})")

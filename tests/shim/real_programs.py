@@ -119,6 +119,15 @@ def run(*args, check_rc=True, timeout=20):
                           timeout=timeout)
 
 
+def send_zeros(ns, port, nbytes):
+    """@nbytes zero bytes sent from namespace @ns.cli to SRV_ADDR:@port on
+    one connection: the sender's run (its exit status not checked)."""
+    return run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
+               "import socket,sys; s=socket.create_connection((sys.argv[1], "
+               "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
+               SRV_ADDR, str(port), str(nbytes), check_rc=False, timeout=30)
+
+
 class Namespaces:
     """Two network namespaces and a veth pair; removed on exit."""
 
@@ -224,10 +233,7 @@ def python_listener(ns, sockbuf, shim):
         first = listener.stdout.readline().strip()
         check(first == "listening readback=131072",
               f"{label}: SO_RCVBUF 64K reads back 131072 ({first!r})")
-        sender = run("ip", "netns", "exec", ns.cli, sys.executable, "-c",
-                     "import socket,sys; s=socket.create_connection((sys.argv[1], "
-                     "int(sys.argv[2]))); s.sendall(bytes(int(sys.argv[3]))); s.close()",
-                     SRV_ADDR, str(PY_PORT), str(PY_BYTES), check_rc=False, timeout=30)
+        sender = send_zeros(ns, PY_PORT, PY_BYTES)
         check(sender.returncode == 0, f"{label}: sender exit {sender.returncode}")
         line = listener.stdout.readline().strip()
         check(line.startswith(f"received {PY_BYTES} fd="), f"{label}: {line!r}")

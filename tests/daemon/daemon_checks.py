@@ -51,6 +51,13 @@ def cut(s):
     return rp.rcvbuf(s)
 
 
+def cut_and_wait(s, seconds=2):
+    """cut(s), then up to @seconds for its buffer to be back at FLOOR:
+    the size it was cut to, and whether it came back."""
+    got = cut(s)
+    return got, until(lambda: rp.rcvbuf(s) >= FLOOR, seconds)
+
+
 def served_by(sockbuf, pid, fd):
     """`sockbuf show --json`'s served_by for @fd of @pid, or None."""
     j = rp.show(sockbuf, pid) or {}
@@ -96,8 +103,7 @@ def body(ns, args, tmp):
 
         who = served_by(args.sockbuf, srv.pid, fd)
         rp.check(who == "none", f"show before the daemon: served_by {who!r}")
-        got = cut(s)
-        held = until(lambda: rp.rcvbuf(s) >= FLOOR, 0.5)
+        got, held = cut_and_wait(s, 0.5)
         rp.check(got == 2 * CUT and not held,
                  f"control: cut to {got}, still {rp.rcvbuf(s)} after 0.5 s without a daemon")
 
@@ -123,8 +129,7 @@ def body(ns, args, tmp):
                  f"pid {elsewhere.pid} " in log and "another network namespace" in log,
                  f"another namespace: refused {netns} (reason netns), said in the log")
 
-        got = cut(s)
-        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        got, back = cut_and_wait(s)
         rp.check(got == 2 * CUT and back, f"still serving: cut to {got}, back to {rp.rcvbuf(s)}")
         # Each refused table is counted once, however many passes see it
         # (the file is written every second: wait for a newer one).
@@ -142,8 +147,7 @@ def body(ns, args, tmp):
 
         daemon = Daemon(ns.srv, args.sockbufd, tmp, 2)
         until(lambda: metric(daemon.metrics, "sockbuf_guarded_sockets", comm="python3"), 3)
-        got = cut(s)
-        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        got, back = cut_and_wait(s)
         rp.check(back, f"restart: floors found again, cut to {got}, back to {rp.rcvbuf(s)}")
 
         killed = daemon.proc.pid

@@ -30,7 +30,7 @@ import signal
 import sys
 import time
 
-from daemon_checks import CUT, FLOOR, cut, served_by
+from daemon_checks import CUT, cut_and_wait, served_by
 from daemon_lab import Daemon, accepted, arguments, metric, nobody_listener, rp, run_checks, until
 
 PORT = 5612
@@ -63,12 +63,14 @@ def body(ns, args, tmp):
             return
         fd, s = conn
 
-        got = cut(s)
-        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
-        who = served_by(args.sockbuf, srv.pid, fd)
-        rp.check(got == 2 * CUT and back and who == "guard",
-                 f"own: cut to {got}, back to {rp.rcvbuf(s)} by the process's guard "
-                 f"(served_by {who!r})")
+        def by_guard(label, how):
+            """A cut restored by the process's own guard."""
+            got, back = cut_and_wait(s)
+            who = served_by(args.sockbuf, srv.pid, fd)
+            rp.check(got == 2 * CUT and back and who == "guard",
+                     f"{label}: cut to {got}, back to {rp.rcvbuf(s)} {how} (served_by {who!r})")
+
+        by_guard("own", "by the process's guard")
 
         daemon = Daemon(ns.srv, args.sockbufd, tmp, 1, args=("--interval", "50"), env=env)
         prom = daemon.metrics
@@ -80,8 +82,7 @@ def body(ns, args, tmp):
         rp.check(who == "daemon", f"handover: served_by {who!r}")
         until(lambda: metric(prom, "sockbuf_guarded_sockets", comm="python3"), 3)
         before = metric(prom, "sockbuf_restores_total", comm="python3", source="daemon") or 0
-        got = cut(s)
-        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
+        got, back = cut_and_wait(s)
         after = until(lambda: (metric(prom, "sockbuf_restores_total", comm="python3",
                                       source="daemon") or 0) > before and
                       metric(prom, "sockbuf_restores_total", comm="python3", source="daemon"), 3)
@@ -98,12 +99,7 @@ def body(ns, args, tmp):
         t0 = time.monotonic()
         resumed = until(lambda: said("sockbufd gone"), 3)
         rp.check(resumed == 1, f"resume: the shim said so within {time.monotonic() - t0:.2f} s")
-        got = cut(s)
-        back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
-        who = served_by(args.sockbuf, srv.pid, fd)
-        rp.check(got == 2 * CUT and back and who == "guard",
-                 f"resume: cut to {got}, back to {rp.rcvbuf(s)} with no daemon running "
-                 f"(served_by {who!r})")
+        by_guard("resume", "with no daemon running")
         s.close()
     finally:
         if daemon:

@@ -47,6 +47,28 @@ uint32_t full_socket_states()
 	return ~((1u << TCP_SYN_RECV) | (1u << TCP_TIME_WAIT) | (1u << 12 /* NEW_SYN_RECV */));
 }
 
+// A direction restored short of its floor by the owner's own limit
+// (net.core.[rw]mem_max without FORCE).
+bool short_by_mem_max(const struct sockbuf_floor &floor, const struct sockbuf_report &rep)
+{
+	const auto dir = [](int want, const struct sockbuf_dir_report &r) {
+		return want > 0 && r.effective < want && (r.clamps & SOCKBUF_CLAMP_MEM_MAX);
+	};
+	return dir(floor.snd, rep.snd) || dir(floor.rcv, rep.rcv);
+}
+
+// The report of a restore with FORCE made after one without: a direction
+// the second raised further is the second's; the first's otherwise (it
+// had raised that direction already, or nothing was left to do).
+void merge_forced(struct sockbuf_report *rep, const struct sockbuf_report &forced)
+{
+	if (forced.snd.effective > rep->snd.effective)
+		rep->snd = forced.snd;
+	if (forced.rcv.effective > rep->rcv.effective)
+		rep->rcv = forced.rcv;
+	rep->flags |= forced.flags;
+}
+
 } // namespace
 
 guard::guard(bool restore, uint32_t who) : restore_(restore), who_(who) {}
@@ -224,13 +246,22 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 			return;
 		}
 	}
-	unsigned int flags = SOCKBUF_F_FALLBACK_DEFAULT;
-	// Asked at every restore, never remembered: a process that drops
-	// CAP_NET_ADMIN must not be raised past its own limits afterwards.
-	if (it != procs_.end() && may_force_ && may_force_(s.pid))
-		flags |= SOCKBUF_F_ALLOW_FORCE;
 	struct sockbuf_report rep;
-	const int ret = sockbuf_restore_floor(dup, &s.floor, flags, &rep);
+	int ret = sockbuf_restore_floor(dup, &s.floor, SOCKBUF_F_FALLBACK_DEFAULT, &rep);
+	// FORCE only where the owner's own limit (net.core.[rw]mem_max) kept
+	// a direction short, and only if the owner could use it itself.  Its
+	// rights are asked then, at every such restore, never remembered (a
+	// process that drops CAP_NET_ADMIN must not be raised past its own
+	// limits afterwards), and not at the restores that need no FORCE
+	// (a floor under the limit: most), where the /proc reads they take
+	// were most of a restore's cost.
+	if (ret == 0 && short_by_mem_max(s.floor, rep) && may_force_ && may_force_(s.pid)) {
+		struct sockbuf_report forced;
+		if (sockbuf_restore_floor(dup, &s.floor,
+					  SOCKBUF_F_FALLBACK_DEFAULT | SOCKBUF_F_ALLOW_FORCE,
+					  &forced) == 0)
+			merge_forced(&rep, forced);
+	}
 	close(dup);
 	if (ret < 0) {
 		totals_.errors++;

@@ -117,9 +117,11 @@ public:
 	// again at the next call), or -errno when @pid cannot be reached.
 	int sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors);
 
-	// Whether a restore for process @pid may use SO_*BUFFORCE (asked at
-	// every restore, with the process's rights: force_rights.h).  Unset:
-	// never.
+	// Whether a restore for process @pid may use SO_*BUFFORCE (the
+	// process's rights: force_rights.h).  Asked at every restore that
+	// came short of a floor by the owner's net.core.[rw]mem_max, never
+	// remembered, and then the restore is made again with FORCE; not
+	// asked where no FORCE is needed.  Unset: never.
 	void force_for(std::function<bool(pid_t)> may) { may_force_ = std::move(may); }
 
 	// One pass.  @restored sees each socket raised, with the sizes read

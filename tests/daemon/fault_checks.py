@@ -95,10 +95,12 @@ pidfd_getfd or SO_BUF_LOCK).
 """
 import atexit
 import ctypes
+import math
 import mmap
 import os
 import pwd
 import queue
+import re
 import resource
 import signal
 import socket
@@ -995,6 +997,27 @@ def scale_run(lab, n, per):
     rp.check(restores == total and dips == total,
              f"scale: one dip and one restore per cut: dips {dips:.0f}, restores "
              f"{restores:.0f} (want {total})")
+
+    # The log: at most ten restore lines a second, the rest counted in a
+    # line a second (sockbufd.8), so that every restore is accounted for
+    # and the journal is not flooded.
+    def said():
+        lines = d.text().splitlines()
+        logged = [x for x in lines if ": restored" in x]
+        held = sum(int(m.group(1)) for m in
+                   (re.match(r"sockbufd: (\d+) more restores in the last second not logged", x)
+                    for x in lines) if m)
+        return logged, held
+
+    def accounted():
+        logged, held = said()
+        return len(logged) + held >= total
+
+    until(accounted, 3)
+    logged, held = said()
+    rp.check(len(logged) + held == total and len(logged) <= 10 * (math.ceil(t_all) + 2),
+             f"scale: restore lines {len(logged)} + {held} counted as not logged (want {total}, "
+             f"at most 10 lines a second over {t_all:.1f} s)")
 
 
 @checked

@@ -221,13 +221,34 @@ void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 	if (now < last + 1000)
 		return;
 	last = now;
+	lines_window(now);
+	if (lines_now_ >= max_lines_per_s) {
+		lines_held_++;
+		return;
+	}
+	lines_now_++;
 	fmt::print(stderr, "sockbufd: pid {} ({}) fd {}: restored{}{}\n", s.pid, svc.comm, s.fd,
 		   cli::remote::restored_text(s, snd, rcv, rep),
 		   short_of ? " (short of the floor: the process's own limit)" : "");
 }
 
+void host::lines_window(uint64_t now_ms)
+{
+	if (now_ms < lines_from_ + 1000)
+		return;
+	if (lines_held_)
+		fmt::print(stderr,
+			   "sockbufd: {} more restores in the last second not logged (at most "
+			   "{} lines a second; the metrics count every one)\n",
+			   lines_held_, max_lines_per_s);
+	lines_from_ = now_ms;
+	lines_now_ = 0;
+	lines_held_ = 0;
+}
+
 void host::tick(uint64_t now_ms)
 {
+	lines_window(now_ms);
 	const bool net_due = force_all_ || now_ms >= next_net_ms_;
 	if (dir_dirty_ || net_due) {
 		dir_dirty_ = false;

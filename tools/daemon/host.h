@@ -98,6 +98,15 @@ private:
 	bool force_all_ = false;
 	uint64_t next_net_ms_ = 0;
 	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
+	// And at most max_lines_per_s in all: under pressure thousands of
+	// sockets are restored a second, and a line each would cost the
+	// daemon (and the journal) more than the restores.  The rest are
+	// counted in one line a second.
+	static constexpr unsigned int max_lines_per_s = 10;
+	void lines_window(uint64_t now_ms);
+	uint64_t lines_from_ = 0;
+	unsigned int lines_now_ = 0;
+	uint64_t lines_held_ = 0;
 
 	bpf::event_source ev_;
 	int ev_err_ = -ECANCELED;

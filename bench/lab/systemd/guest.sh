@@ -44,6 +44,9 @@ import json, sys
 j = json.load(sys.stdin)
 print(next((s.get("served_by") for s in j.get("sockets", []) if s["fd"] == int(sys.argv[1])), "no-such-socket"))' "$2"
 }
+said_stopped() { # said_stopped PID: the daemon's last line in the journal
+	journalctl -b -o cat _PID="$1" | grep -qx 'sockbufd: stopped'
+}
 metric() { # metric NAME [LABEL=\"VALUE\"...]: the sum of the samples with every label
 	local n=$1; shift
 	awk -v n="$n" -v want="$*" 'BEGIN { k = split(want, w, " ") }
@@ -176,13 +179,18 @@ score=$(sed -n 's/.*Overall exposure level for sockbufd.service: \([0-9.]*\).*/\
 say "exposure: $score"
 check "exposure 3.0 or better" awk -v s="${score:-99}" 'BEGIN { exit !(s <= 3.0) }'
 
-step "systemctl restart sockbufd"
+step "systemctl restart sockbufd (the one with --metrics-listen ends)"
 old=$(systemctl show -p MainPID --value sockbufd)
 cmd systemctl restart sockbufd
 new=$(systemctl show -p MainPID --value sockbufd)
 state=$(systemctl is-active sockbufd)
 say "MainPID $old -> $new, is-active: $state"
 check "restart: active under a new process" test "$state" = active -a "$new" != "$old" -a "$new" != 0
+# systemd counts a death by SIGTERM as a clean stop ("Deactivated
+# successfully"): the daemon's own last line says it handled the signal.
+cmd journalctl -b --no-pager -o cat _PID="$old"
+until_true 5 'said_stopped "$old"'
+check "restart: sockbufd $old (--metrics-listen) handled SIGTERM and said so" said_stopped "$old"
 until_true 10 'test "$(served_by "$pid" "$fd")" = daemon'
 who=$(served_by "$pid" "$fd")
 say "served_by \"$who\" after the restart"
@@ -191,11 +199,14 @@ until_true 10 'test "$(metric sockbuf_guarded_sockets comm=\"python3\")" != none
 cmd grep -E '^sockbuf_(guarded_sockets|processes|event_source_up)' /run/sockbufd/metrics.prom
 
 step "systemctl stop sockbufd"
+old=$(systemctl show -p MainPID --value sockbufd)
 cmd systemctl stop sockbufd
 state=$(systemctl is-active sockbufd)
 say "systemctl is-active sockbufd: $state"
 check "stopped: inactive" test "$state" = inactive
 cmd systemctl show sockbufd -p Result -p ExecMainStatus -p ExecMainCode
+until_true 5 'said_stopped "$old"'
+check "stop: sockbufd $old handled SIGTERM and said so" said_stopped "$old"
 until_true 10 'grep -q "sockbufd gone" /run/lab/shim.log'
 cmd cat /run/lab/shim.log
 check "the shim said its guard serves again" grep -q 'sockbufd gone' /run/lab/shim.log

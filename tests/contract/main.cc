@@ -11,6 +11,7 @@
 #include "attribution.h"
 #include "clauses.h"
 #include "clock.h"
+#include "engine.h"
 #include "global.h"
 #include "netns.h"
 #include "outputs.h"
@@ -242,6 +243,11 @@ std::string progress_line(const json &s, int i, int n)
 			    s["seconds"].get<double>(),
 			    double(s["integrity"]["bytes_verified"].get<uint64_t>()) / 1e6,
 			    s["sampler"]["rate_hz"].get<double>());
+	const json &in = s["integrity"];
+	if (in.value("late_flows", 0) || in.value("unfinished_flows", 0))
+		line += fmt::format(", drain {:.1f} s: {} flows late, {} unfinished",
+				    in.value("drain_s", 0.0), in.value("late_flows", 0),
+				    in.value("unfinished_flows", 0));
 	for (const auto &v : s["verdicts"]) {
 		std::string raw = v["raw"]["verdict"], lib = v["library"]["verdict"];
 		line += fmt::format(" {}={}/{}", v["clause"].get<std::string>(), raw, lib);
@@ -365,7 +371,10 @@ static int run_main(int argc, char **argv)
 		if (a.scenarios.empty() ||
 		    std::find(a.scenarios.begin(), a.scenarios.end(), s.name) != a.scenarios.end())
 			chosen.push_back(&s);
-	a.run.timeout_s = a.quick ? 30 : 120;
+	// The scenario's own bound, plus what the drain may wait past its
+	// base for bytes still being retransmitted (harness/engine.h).
+	const drain_limits drain;
+	a.run.timeout_s = (a.quick ? 30 : 120) + double(drain.cap_ns - drain.base_ns) / 1e9;
 
 	for (size_t i = 0; i < chosen.size(); i++) {
 		json s = run_with_second_attempt(

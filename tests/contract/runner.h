@@ -13,7 +13,7 @@ struct run_options {
 	profile prof;
 	std::vector<std::string> clauses; // empty: all
 	bool series = false;
-	double timeout_s = 120; // per scenario, then the child is killed
+	double timeout_s = 175; // per scenario, then the child is killed
 };
 
 json run_in_namespace(const scenario_spec &spec, const run_options &opt);

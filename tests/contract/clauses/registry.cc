@@ -23,10 +23,24 @@ verdict judge_integrity(const scenario_result &r)
 		vi.scenario = r.name;
 		vi.what = h.why;
 		h.violations.push_back(vi);
+	} else if (r.data.unfinished_flows) {
+		// Nothing lost, nothing seen to arrive: the connections still
+		// held the missing bytes when the drain's hard limit came.
+		h.o = outcome::unverified;
+		h.why = fmt::format("{} flows unfinished at the drain limit, their bytes still "
+				    "held by live connections ({} flows, {} bytes verified in "
+				    "order): {}",
+				    r.data.unfinished_flows, r.data.flows, r.data.bytes_verified,
+				    r.data.unfinished.front());
 	} else {
 		h.o = outcome::pass;
 		h.why = fmt::format("{} flows, {} bytes verified in order", r.data.flows,
 				    r.data.bytes_verified);
+		if (r.data.late_flows)
+			h.why +=
+			    fmt::format("; {} finished after the drain's {:g} s base, their "
+					"last bytes retransmitted (drain {:.1f} s)",
+					r.data.late_flows, r.data.drain_base_s, r.data.drain_s);
 	}
 	v.raw = v.lib = h;
 	return v;

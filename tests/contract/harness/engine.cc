@@ -5,14 +5,21 @@
 #include "pattern.h"
 
 #include <fmt/core.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace sockbuf::contract
@@ -21,7 +28,53 @@ namespace sockbuf::contract
 namespace
 {
 
-constexpr int64_t drain_ns = 5'000'000'000;
+// Past the drain's base, how often the readers look at what the
+// unfinished flows' connections still hold, and how often the progress
+// line says so.
+constexpr int64_t look_every_ns = 100'000'000;
+constexpr int64_t progress_every_ns = 5'000'000'000;
+
+bool flow_done(const flow &f)
+{
+	return f.failed || (f.snd_closed && f.eof);
+}
+
+// What the unfinished flows of one traffic thread still hold, as last
+// seen past the drain's base.
+struct drain_look {
+	bool looked = false, finished = false;
+	uint64_t flows = 0, snd_queued = 0, rcv_queued = 0;
+	int backoff = 0;
+	uint32_t rto_us = 0;
+	int64_t end_ns = 0; // when the thread's loop ended
+};
+
+// The traffic threads' looks, read by await_traffic() for the progress
+// line.
+struct drain_watch {
+	std::mutex mu;
+	std::condition_variable cv;
+	std::vector<drain_look> slots;
+};
+
+drain_look look_at(const std::vector<flow *> &flows)
+{
+	drain_look l;
+	l.looked = true;
+	for (const flow *f : flows) {
+		if (flow_done(*f))
+			continue;
+		held_bytes h = held_by(*f);
+		if (!h.holds())
+			continue;
+		l.flows++;
+		l.snd_queued += h.snd_queued;
+		l.rcv_queued += h.rcv_queued;
+		l.backoff = std::max(l.backoff, h.backoff);
+		l.rto_us = std::max(l.rto_us, h.rto_us);
+	}
+	return l;
+}
 
 uint64_t next_random(uint64_t *s)
 {
@@ -29,11 +82,6 @@ uint64_t next_random(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
-}
-
-bool flow_done(const flow &f)
-{
-	return f.failed || (f.snd_closed && f.eof);
 }
 
 void do_send(flow &f, std::vector<uint8_t> &buf, int64_t now, int64_t deadline)
@@ -81,6 +129,7 @@ void do_read(flow &f, std::vector<uint8_t> &buf, std::vector<uint8_t> &scratch, 
 	}
 	if (r == 0) {
 		f.eof = true;
+		f.done_ns = now;
 		return;
 	}
 	int64_t bad = pattern_check(f.salt, f.received, buf.data(), size_t(r), scratch.data());
@@ -105,7 +154,8 @@ void do_read(flow &f, std::vector<uint8_t> &buf, std::vector<uint8_t> &scratch, 
 		f.next_read_ns = now + gap;
 }
 
-void run_subset(std::vector<flow *> flows, int64_t deadline, integrity *tally)
+void run_subset(std::vector<flow *> flows, int64_t deadline, const drain_limits &lim,
+		integrity *tally, drain_watch *watch, size_t slot)
 {
 	uint32_t biggest = 1;
 	for (auto *f : flows)
@@ -116,10 +166,23 @@ void run_subset(std::vector<flow *> flows, int64_t deadline, integrity *tally)
 	for (auto *f : flows)
 		f->burst_left = f->sp.burst_bytes;
 
+	const int64_t base_end = deadline + lim.base_ns, cap_end = deadline + lim.cap_ns;
+	int64_t next_look = 0;
 	for (;;) {
 		int64_t now = now_ns();
-		if (now > deadline + drain_ns)
+		if (now > cap_end)
 			break;
+		// Past the base, wait only while bytes are still on their way.
+		if (now > base_end && now >= next_look) {
+			drain_look l = look_at(flows);
+			{
+				std::lock_guard<std::mutex> g(watch->mu);
+				watch->slots[slot] = l;
+			}
+			if (l.flows == 0)
+				break;
+			next_look = now + look_every_ns;
+		}
 		pfds.clear();
 		who.clear();
 		int64_t wake = now + 10'000'000;
@@ -172,11 +235,123 @@ void run_subset(std::vector<flow *> flows, int64_t deadline, integrity *tally)
 					f->snd_closed = true;
 				}
 	}
+	std::lock_guard<std::mutex> g(watch->mu);
+	watch->slots[slot].finished = true;
+	watch->slots[slot].end_ns = now_ns();
+	watch->cv.notify_all();
+}
+
+// Waits for the traffic threads; past the drain's base, says every few
+// seconds what the drain still waits for, and when it ended.
+void await_traffic(drain_watch *watch, int64_t deadline, const drain_limits &lim)
+{
+	int64_t next_line = deadline + lim.base_ns;
+	bool said = false;
+	std::unique_lock<std::mutex> g(watch->mu);
+	for (;;) {
+		if (std::all_of(watch->slots.begin(), watch->slots.end(),
+				[](const drain_look &l) { return l.finished; }))
+			break;
+		int64_t now = now_ns();
+		drain_look sum;
+		for (const auto &l : watch->slots) {
+			if (l.finished || !l.looked)
+				continue;
+			sum.looked = true;
+			sum.flows += l.flows;
+			sum.snd_queued += l.snd_queued;
+			sum.rcv_queued += l.rcv_queued;
+			sum.backoff = std::max(sum.backoff, l.backoff);
+			sum.rto_us = std::max(sum.rto_us, l.rto_us);
+		}
+		if (lim.progress && now >= next_line && sum.flows) {
+			fmt::print(lim.progress,
+				   "sockbuf-contract: drain {:.1f} s past the deadline: {} flows "
+				   "unfinished, their senders holding {} bytes (their readers {}), "
+				   "retransmit backoff up to {}, RTO up to {:.1f} s; waiting for "
+				   "them, at most {:.1f} s\n",
+				   double(now - deadline) / 1e9, sum.flows, sum.snd_queued,
+				   sum.rcv_queued, sum.backoff, double(sum.rto_us) / 1e6,
+				   double(lim.cap_ns) / 1e9);
+			fflush(lim.progress);
+			said = true;
+			next_line = now + progress_every_ns;
+		}
+		int64_t wait = std::clamp<int64_t>(next_line - now, 1'000'000, look_every_ns);
+		watch->cv.wait_for(g, std::chrono::nanoseconds(wait));
+	}
+	if (said) {
+		int64_t end = 0;
+		for (const auto &l : watch->slots)
+			end = std::max(end, l.end_ns);
+		fmt::print(lim.progress,
+			   "sockbuf-contract: drain ended {:.1f} s past the deadline\n",
+			   double(end - deadline) / 1e9);
+		fflush(lim.progress);
+	}
 }
 
 } // namespace
 
-void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integrity *out)
+bool held_bytes::state_has_fin() const
+{
+	return state == TCP_FIN_WAIT1 || state == TCP_CLOSING || state == TCP_LAST_ACK;
+}
+
+const char *tcp_state_name(int state)
+{
+	switch (state) {
+	case TCP_ESTABLISHED:
+		return "ESTAB";
+	case TCP_SYN_SENT:
+		return "SYN-SENT";
+	case TCP_SYN_RECV:
+		return "SYN-RECV";
+	case TCP_FIN_WAIT1:
+		return "FIN-WAIT-1";
+	case TCP_FIN_WAIT2:
+		return "FIN-WAIT-2";
+	case TCP_TIME_WAIT:
+		return "TIME-WAIT";
+	case TCP_CLOSE:
+		return "CLOSED";
+	case TCP_CLOSE_WAIT:
+		return "CLOSE-WAIT";
+	case TCP_LAST_ACK:
+		return "LAST-ACK";
+	case TCP_LISTEN:
+		return "LISTEN";
+	case TCP_CLOSING:
+		return "CLOSING";
+	default:
+		return "unknown";
+	}
+}
+
+held_bytes held_by(const flow &f)
+{
+	held_bytes h;
+	struct tcp_info ti = {};
+	socklen_t len = sizeof(ti);
+	if (getsockopt(f.snd_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+		h.state = ti.tcpi_state;
+		h.backoff = ti.tcpi_backoff;
+		h.rto_us = ti.tcpi_rto;
+		h.alive = h.state != TCP_CLOSE && h.state != TCP_TIME_WAIT && h.state != TCP_LISTEN;
+	}
+	// SIOCOUTQ: write_seq - snd_una, bytes unsent or unacknowledged plus
+	// one for a FIN not yet acknowledged.
+	int q = 0;
+	if (h.alive && ioctl(f.snd_fd, SIOCOUTQ, &q) == 0 && q > 0)
+		h.snd_queued = uint64_t(q) - (h.state_has_fin() ? 1 : 0);
+	q = 0;
+	if (ioctl(f.rcv_fd, SIOCINQ, &q) == 0 && q > 0)
+		h.rcv_queued = uint64_t(q);
+	return h;
+}
+
+void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integrity *out,
+	       const drain_limits &lim)
 {
 	threads = std::max(1, std::min<int>(threads, int(flows.size())));
 	std::vector<std::vector<flow *>> parts(static_cast<size_t>(threads));
@@ -185,28 +360,63 @@ void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integ
 		parts[i % size_t(threads)].push_back(&flows[i]);
 	}
 	std::vector<integrity> tallies(static_cast<size_t>(threads));
+	drain_watch watch;
+	watch.slots.resize(size_t(threads));
 	std::vector<std::thread> pool;
 	pool.reserve(size_t(threads));
 	for (int t = 0; t < threads; t++)
 		pool.emplace_back([&, t] {
 			pthread_setname_np(pthread_self(), "traffic");
-			run_subset(parts[size_t(t)], deadline_ns, &tallies[size_t(t)]);
+			run_subset(parts[size_t(t)], deadline_ns, lim, &tallies[size_t(t)], &watch,
+				   size_t(t));
 		});
+	await_traffic(&watch, deadline_ns, lim);
 	for (auto &t : pool)
 		t.join();
+	// The sockets stay open (the caller closes them after this returns):
+	// what a sender still holds is judged below, not dropped by a close.
 	for (auto &t : tallies)
 		out->corrupt += t.corrupt;
+	int64_t end = 0;
+	for (const auto &l : watch.slots)
+		end = std::max(end, l.end_ns);
+	const double drain = double(std::max<int64_t>(0, end - deadline_ns)) / 1e9;
+	out->drain_s = std::max(out->drain_s, drain);
+	out->drain_base_s = double(lim.base_ns) / 1e9;
+	out->drain_cap_s = double(lim.cap_ns) / 1e9;
 	for (auto &f : flows) {
 		out->flows++;
 		out->bytes_sent += f.sent;
 		out->bytes_verified += f.received;
-		if (!f.error.empty())
+		if (!f.error.empty()) {
 			out->errors.push_back(f.error);
-		else if (!(f.snd_closed && f.eof) || f.received != f.sent) {
-			out->short_flows++;
-			out->errors.push_back(fmt::format("flow ended with {} of {} bytes received",
-							  f.received, f.sent));
+			continue;
 		}
+		if (f.snd_closed && f.eof && f.received == f.sent) {
+			if (f.done_ns > deadline_ns + lim.base_ns)
+				out->late_flows++;
+			continue;
+		}
+		held_bytes h = held_by(f);
+		if (h.holds()) {
+			// Not lost: the connection still holds the missing bytes
+			// (and retransmits them); the drain's limit came first.
+			out->unfinished_flows++;
+			out->unfinished.push_back(fmt::format(
+			    "flow unfinished at the drain limit ({:.1f} s past the deadline): {} "
+			    "of "
+			    "{} bytes received, {} bytes still queued by the sender ({}), {} in "
+			    "the "
+			    "reader's queue, retransmit backoff {} (RTO {:.1f} s)",
+			    drain, f.received, f.sent, h.snd_queued, tcp_state_name(h.state),
+			    h.rcv_queued, h.backoff, double(h.rto_us) / 1e6));
+			continue;
+		}
+		out->short_flows++;
+		out->errors.push_back(
+		    fmt::format("flow ended with {} of {} bytes received; its connection holds "
+				"none of the rest (sender {})",
+				f.received, f.sent, h.state ? tcp_state_name(h.state) : "gone"));
 	}
 }
 

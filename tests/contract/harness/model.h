@@ -267,6 +267,13 @@ struct integrity {
 	uint64_t flows = 0, bytes_sent = 0, bytes_verified = 0;
 	uint64_t corrupt = 0, short_flows = 0;
 	std::vector<std::string> errors;
+	// The drain after the deadline (harness/engine.h): flows that ended
+	// after its base (their last bytes were still being retransmitted),
+	// and flows whose bytes were still held by a live connection when
+	// its hard limit came (not lost, not seen to arrive: unverified).
+	uint64_t late_flows = 0, unfinished_flows = 0;
+	std::vector<std::string> unfinished;
+	double drain_s = 0, drain_base_s = 0, drain_cap_s = 0;
 	bool ok() const { return corrupt == 0 && short_flows == 0 && errors.empty(); }
 };
 

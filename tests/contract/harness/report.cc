@@ -396,7 +396,13 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 			  {"bytes_verified", r.data.bytes_verified},
 			  {"corrupt", r.data.corrupt},
 			  {"short_flows", r.data.short_flows},
-			  {"errors", r.data.errors}};
+			  {"errors", r.data.errors},
+			  {"late_flows", r.data.late_flows},
+			  {"unfinished_flows", r.data.unfinished_flows},
+			  {"unfinished", r.data.unfinished},
+			  {"drain_s", r.data.drain_s},
+			  {"drain_base_s", r.data.drain_base_s},
+			  {"drain_cap_s", r.data.drain_cap_s}};
 	json drivers = json::array();
 	for (const auto &g : r.guards) {
 		guard_driver d = driver_from_name(g.driver);

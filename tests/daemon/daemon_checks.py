@@ -20,8 +20,11 @@ listener's, published by the shim).
             floor is skipped, said and counted (reason "netns").
   show      `sockbuf show --json` says served_by "none" before the daemon,
             "daemon" while it runs, "none" after it ends or is killed.
-  stop      SIGTERM: exit 0.  restart: floors found again, the next cut
-            restored.  SIGKILL: the server goes on unharmed.
+  stop      the daemon serving /metrics on a loopback port (the metrics
+            server's threads start first): SIGHUP leaves it running,
+            SIGTERM ends it as it should (exit 0, "stopped").  restart:
+            floors found again, the next cut restored.  SIGKILL: the
+            server goes on unharmed.
 
 Every wait is bounded.  usage: daemon_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
@@ -107,7 +110,10 @@ def body(ns, args, tmp):
         rp.check(got == 2 * CUT and not held,
                  f"control: cut to {got}, still {rp.rcvbuf(s)} after 0.5 s without a daemon")
 
-        daemon = Daemon(ns.srv, args.sockbufd, tmp, 1)
+        # With the metrics server: its threads must not take the signals
+        # the daemon reads from its signalfd.
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 1,
+                        args=("--interval", "10", "--metrics-listen", "127.0.0.1:9611"))
         t0 = time.monotonic()
         back = until(lambda: rp.rcvbuf(s) >= FLOOR, 2)
         rp.check(back, f"restore: back to {rp.rcvbuf(s)} in {time.monotonic() - t0:.2f} s "
@@ -140,6 +146,11 @@ def body(ns, args, tmp):
         rp.check(again == {"contents": 1.0, "netns": 1.0},
                  f"refusals counted once per table: {again}")
 
+        daemon.proc.send_signal(signal.SIGHUP)
+        before = os.stat(daemon.metrics).st_mtime_ns
+        newer = until(lambda: os.stat(daemon.metrics).st_mtime_ns != before, 3)
+        rp.check(newer and daemon.proc.poll() is None,
+                 f"SIGHUP: still running ({daemon.proc.poll()}), metrics written since")
         rc = daemon.end(signal.SIGTERM)
         who = served_by(args.sockbuf, srv.pid, fd)
         rp.check(rc == 0 and "stopped" in daemon.text() and who == "none",

@@ -59,15 +59,19 @@ int main(int argc, char **argv)
 	// A metrics reader gone away must not end the daemon.
 	std::signal(SIGPIPE, SIG_IGN);
 
+	// Blocked before any thread starts (the metrics server's): a thread
+	// inherits the mask, and one that left SIGTERM unblocked would take
+	// it and end the daemon without its shutdown (no STOPPING=1, the
+	// presence file left, no last metrics).
+	const int sfd = signal_fd();
+	if (sfd < 0) {
+		fmt::print(stderr, "sockbufd: signalfd: {}\n", std::strerror(errno));
+		return 1;
+	}
 	metrics m;
 	std::string why;
 	if (!opt.metrics_listen.empty() && m.listen(opt.metrics_listen, &why) != 0) {
 		fmt::print(stderr, "sockbufd: --metrics-listen {}: {}\n", opt.metrics_listen, why);
-		return 1;
-	}
-	const int sfd = signal_fd();
-	if (sfd < 0) {
-		fmt::print(stderr, "sockbufd: signalfd: {}\n", std::strerror(errno));
 		return 1;
 	}
 	// New and removed tables wake discovery at once; changes inside a

@@ -134,6 +134,17 @@ int main()
 		row("get_state", sockbuf_get_state(fd, &st));
 		row("check_floor(floor, NULL)", sockbuf_check_floor(fd, &floor, nullptr));
 		row("check_floor(floor, &state)", sockbuf_check_floor(fd, &floor, &st));
+		// lock left both above the floor; then both pushed below it
+		// (a plain setsockopt, not recorded).
+		row("restore_floor, nothing below",
+		    sockbuf_restore_floor(fd, &floor, initial_flags, &rep));
+		const int small = 4096;
+		g_recording = false;
+		::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		g_recording = true;
+		row("restore_floor, both below",
+		    sockbuf_restore_floor(fd, &floor, initial_flags, &rep));
 		g_recording = false;
 		::close(fd);
 	}

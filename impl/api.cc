@@ -12,6 +12,7 @@
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
 using namespace sockbuf;
 
@@ -125,7 +126,9 @@ int sockbuf_get_state(int fd, struct sockbuf_state *out)
 		if (ret < 0)
 			return ret;
 	}
-	if (st.protocol == IPPROTO_TCP && (facts.features & SOCKBUF_FEAT_TCP_INFO)) {
+	// A raw socket of protocol TCP (SOCK_RAW) has no TCP state to read.
+	if (st.protocol == IPPROTO_TCP && st.type == SOCK_STREAM &&
+	    (facts.features & SOCKBUF_FEAT_TCP_INFO)) {
 		struct tcp_info ti;
 		socklen_t len = sizeof(ti);
 		std::memset(&ti, 0, sizeof(ti));
@@ -233,8 +236,14 @@ int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor, unsigned in
 		ret = probe::cached(&o.facts);
 		if (ret < 0)
 			return ret;
-		exec::reserve_only(o, exec::reserve_amount(want[0], want[1]));
+		ret = exec::reserve_only(o, exec::reserve_amount(want[0], want[1]));
+		if (ret < 0)
+			return ret;
 	} else {
+		// Nothing read tells a raw socket of protocol TCP yet.
+		ret = validate::tcp_type(fd, -1);
+		if (ret < 0)
+			return ret;
 		exec::clear_report(rep);
 	}
 	for (int i = 0; i < 2; i++) {

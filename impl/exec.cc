@@ -188,14 +188,18 @@ int reserve_amount(int snd_floor, int rcv_floor)
 	return int(std::min<int64_t>(bytes, INT_MAX));
 }
 
-void reserve_only(op &o, int bytes)
+int reserve_only(op &o, int bytes)
 {
 	clear_report(o.rep);
 	o.reserve_bytes = bytes;
 	fd_serial::guard serial(o.serial_fd());
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
+	int ret = validate::tcp_type(o.fd, o.rep->tcp_state);
+	if (ret < 0)
+		return ret; // nothing reserved
 	reserve(o);
+	return 0;
 }
 
 namespace
@@ -263,8 +267,12 @@ int run(op &o, mode m)
 		if (o.size[i] == 0)
 			continue;
 		plan[i] = m == mode::lock ? SOCKBUF_STRAT_LOCK : choose_initial(o, i);
-		if (plan[i] < 0)
-			return plan[i]; // nothing changed yet
+		if (plan[i] < 0) {
+			// Nothing changed yet; a socket that is not TCP is
+			// told so first, as before the kernel was asked.
+			int ret = validate::tcp_type(o.fd, -1);
+			return ret < 0 ? ret : plan[i];
+		}
 		o.dir(i).requested = o.size[i];
 	}
 
@@ -273,7 +281,12 @@ int run(op &o, mode m)
 	fd_serial::guard serial(o.serial_fd());
 	if (o.protocol == IPPROTO_TCP && o.has(SOCKBUF_FEAT_TCP_INFO))
 		note_tcp_state(o);
-	int ret = 0;
+	// set_initial and restore are for TCP only; a raw socket of protocol
+	// TCP is not (TCP_INFO did not answer: SO_TYPE tells).  lock takes
+	// any socket, and one whose TCP_INFO did not answer gets no TCP state.
+	int ret = m == mode::initial ? validate::tcp_type(o.fd, o.rep->tcp_state) : 0;
+	if (ret < 0)
+		return ret; // nothing changed yet
 	if (m == mode::initial && (o.rep->flags & SOCKBUF_R_AFTER_HANDSHAKE))
 		ret = hold_grown(o, plan);
 	if (ret < 0)

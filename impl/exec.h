@@ -40,6 +40,8 @@ int reserve_amount(int snd_floor, int rcv_floor);
 // sockbuf_guard_add()).  Fills *o.rep from scratch: tcp_state, the listener
 // and handshake flags, and SOCKBUF_R_RESERVED or SOCKBUF_R_RESERVE_FAILED
 // with reserve_err, refused without a syscall as set_initial refuses.
-void reserve_only(op &o, int bytes);
+// 0, or the -EPROTOTYPE (nothing reserved) of validate::tcp_type() for a
+// socket of protocol TCP that is not TCP (a raw socket).
+int reserve_only(op &o, int bytes);
 
 } // namespace sockbuf::exec

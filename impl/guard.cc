@@ -91,6 +91,8 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	int ret = validate::sizes(floor.snd, floor.rcv, false);
 	if (ret == 0)
 		ret = validate::tcp_socket(fd);
+	if (ret == 0)
+		ret = validate::tcp_type(fd, -1); // a raw socket of protocol TCP
 	if (ret < 0)
 		return ret;
 	struct sockbuf_probe_info info;
@@ -188,7 +190,9 @@ void floor_guard::reserve_at_add(int fd, const struct sockbuf_floor &floor)
 	o.rep = &rep;
 	if (probe::cached(&o.facts) < 0)
 		return; // filled by add() already: cannot fail here
-	exec::reserve_only(o, exec::reserve_amount(floor.snd, floor.rcv));
+	// add() told TCP already: this cannot refuse the socket.
+	if (exec::reserve_only(o, exec::reserve_amount(floor.snd, floor.rcv)) < 0)
+		return;
 	count_reservation(rep);
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace sockbuf::validate
 {
@@ -48,6 +49,17 @@ int tcp_socket(int fd)
 	if (ret < 0)
 		return ret;
 	return protocol == IPPROTO_TCP ? 0 : -EPROTOTYPE;
+}
+
+int tcp_type(int fd, int state)
+{
+	if (state >= 0)
+		return 0;
+	int type = -1;
+	int ret = sys::get_int(fd, SOL_SOCKET, SO_TYPE, &type);
+	if (ret < 0)
+		return ret;
+	return type == SOCK_STREAM ? 0 : -EPROTOTYPE;
 }
 
 int tcp_state(int fd)

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
+#include <linux/netlink.h>
 #include <netinet/tcp.h>
 
 using namespace sockbuf::test;
@@ -111,6 +113,37 @@ TEST_F(Seam, MissingTcpInfoOnlyLosesTheState)
 	ASSERT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
 	EXPECT_EQ(rep.tcp_state, -1);
 	EXPECT_EQ(rep.snd.effective, 65536);
+}
+
+// A socket of protocol 6 that is not TCP (NETLINK_XFRM; a raw socket of
+// protocol TCP alike) is refused as not TCP also where the kernel offers no
+// unlocked mechanism (-EOPNOTSUPP for TCP) and where the probe found no
+// TCP_INFO (whose failure otherwise tells it; SO_TYPE is read instead).
+TEST_F(Seam, NotTcpIsToldWithoutSoBufLockOrTcpInfo)
+{
+	fd x(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_XFRM));
+	if (x < 0)
+		GTEST_SKIP() << "socket(AF_NETLINK, SOCK_RAW, NETLINK_XFRM): "
+			     << std::strerror(errno);
+	inj.add({false, IPPROTO_TCP, TCP_INFO, ENOPROTOOPT});
+	inj.add({false, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+	inj.add({true, SOL_SOCKET, SO_BUF_LOCK, ENOPROTOOPT});
+	struct sockbuf_probe_info p;
+	ASSERT_EQ(sockbuf_probe(&p, SOCKBUF_PROBE_FRESH), 0);
+	EXPECT_FALSE(p.features & SOCKBUF_FEAT_BUF_LOCK);
+	EXPECT_FALSE(p.features & SOCKBUF_FEAT_TCP_INFO);
+	const int before = sndbuf(x);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(x, 65536, 0, 0, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, 0, &rep), -EOPNOTSUPP);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(x, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  -EPROTOTYPE);
+	EXPECT_EQ(sndbuf(x), before);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	EXPECT_EQ(rep.tcp_state, -1);
+	const struct sockbuf_floor f = {65536, 0};
+	EXPECT_EQ(sockbuf_restore_floor(x, &f, SOCKBUF_F_FALLBACK_LOCK, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_restore_floor(s, &f, SOCKBUF_F_FALLBACK_LOCK, &rep), 0);
+	reprobe_real_kernel();
 }
 
 TEST_F(Seam, RestoreReadFailure)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Bad input gets a precise error and changes nothing.
+#include "guard_util.h"
 #include "util.h"
 
 #include <sockbuf/sockbuf.h>
@@ -7,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
+#include <linux/netlink.h>
 #include <sys/un.h>
 
 using namespace sockbuf::test;
@@ -112,6 +115,84 @@ TEST(Validate, SetInitialIsTcpOnlyLockWorksForUdpAndUnix)
 	EXPECT_EQ(sndbuf(a), 65536);
 	struct sockbuf_floor f = {0, 4096};
 	EXPECT_EQ(sockbuf_restore_floor(a, &f, 0, nullptr), -EPROTOTYPE);
+}
+
+// Sockets that read IPPROTO_TCP (6) in SO_PROTOCOL but are not TCP: a raw
+// socket of protocol TCP (CAP_NET_RAW), and a NETLINK_XFRM socket, whose
+// protocol number is 6 too (anyone may make one).  Each gets what a UDP
+// socket gets: set_initial, restore_floor and guard_add refuse it with
+// -EPROTOTYPE and change nothing; lock, get_state and check_floor take it
+// as any socket, with no TCP state.
+void expect_not_tcp(int s, const char *what)
+{
+	SCOPED_TRACE(what);
+	ASSERT_GE(s, 0);
+	ASSERT_EQ(getopt_int(s, SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);
+	// Locked at a small size first: a call taking it for TCP would clear
+	// the lock bit (SO_BUF_LOCK) or raise the size.
+	int small = 8192;
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	snapshot before(s);
+	struct sockbuf_report rep;
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, 0, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 0, 65536, 0, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 0, SOCKBUF_F_FALLBACK_LOCK, &rep),
+		  -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_set_initial_bufsize(s, 65536, 65536, SOCKBUF_F_RESERVE_MEM, &rep),
+		  -EPROTOTYPE);
+	const struct sockbuf_floor above = {65536, 65536}, met = {1, 1};
+	EXPECT_EQ(sockbuf_restore_floor(s, &above, 0, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_restore_floor(s, &met, 0, &rep), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_restore_floor(s, &met, SOCKBUF_F_RESERVE_MEM, &rep), -EPROTOTYPE);
+	guard_id g(0);
+	ASSERT_GE(g.id, 0);
+	EXPECT_EQ(sockbuf_guard_add(g.id, s, &above), -EPROTOTYPE);
+	EXPECT_EQ(sockbuf_guard_remove(g.id, s), -ENOENT);
+	EXPECT_TRUE(snapshot(s) == before)
+	    << "sndbuf " << before.snd << " -> " << sndbuf(s) << ", rcvbuf " << before.rcv << " -> "
+	    << rcvbuf(s) << ", lock " << before.lock << " -> " << buflock(s);
+
+	struct sockbuf_state st;
+	ASSERT_EQ(sockbuf_get_state(s, &st), 0);
+	EXPECT_EQ(st.protocol, IPPROTO_TCP);
+	EXPECT_NE(st.type, SOCK_STREAM);
+	EXPECT_EQ(st.tcp_state, -1);
+	EXPECT_EQ(st.snd_wscale, -1);
+	EXPECT_EQ(st.rcv_wscale, -1);
+	EXPECT_EQ(sockbuf_check_floor(s, &above, nullptr), SOCKBUF_BOTH);
+	EXPECT_EQ(sockbuf_check_floor(s, &above, &st), SOCKBUF_BOTH);
+	EXPECT_EQ(sockbuf_check_floor(s, &met, nullptr), 0);
+
+	ASSERT_EQ(sockbuf_lock_bufsize(s, 65536, 65536, 0, &rep), 0);
+	EXPECT_EQ(rep.tcp_state, -1);
+	EXPECT_EQ(rep.flags & (SOCKBUF_R_LISTENER | SOCKBUF_R_AFTER_HANDSHAKE), 0u);
+	EXPECT_EQ(rep.snd.locked, 1);
+	EXPECT_EQ(rep.rcv.locked, 1);
+	EXPECT_EQ(rep.rcv.effective, rcvbuf(s));
+}
+
+TEST(Validate, NetlinkXfrmSocketOfProtocolSixIsNotTcp)
+{
+	fd s(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_XFRM));
+	if (s < 0)
+		GTEST_SKIP() << "socket(AF_NETLINK, SOCK_RAW, NETLINK_XFRM): "
+			     << std::strerror(errno) << " (no CONFIG_XFRM_USER?)";
+	expect_not_tcp(s, "AF_NETLINK, SOCK_RAW, NETLINK_XFRM");
+}
+
+TEST(Validate, RawSocketOfProtocolTcpIsNotTcp)
+{
+	for (int family : {AF_INET, AF_INET6}) {
+		fd s(::socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_TCP));
+		if (s < 0 && (errno == EPERM || errno == EACCES))
+			GTEST_SKIP() << "socket(SOCK_RAW, IPPROTO_TCP) needs CAP_NET_RAW: "
+				     << std::strerror(errno);
+		if (s < 0 && family == AF_INET6 && errno == EAFNOSUPPORT)
+			continue; // no IPv6 here
+		expect_not_tcp(s, family == AF_INET ? "AF_INET, SOCK_RAW, IPPROTO_TCP"
+						    : "AF_INET6, SOCK_RAW, IPPROTO_TCP");
+	}
 }
 
 TEST(Validate, UnknownAndContradictoryFlags)

@@ -5,7 +5,8 @@
 // own directory ($SOCKBUF_DAEMON_DIR).  What the real daemon does with the
 // floors is tests/daemon's; here: when the guard stands down, that it
 // stops restoring, that it takes its sockets back when the daemon exits
-// (at once with its own thread), and which presence files it refuses.
+// (at once with its own thread) or when it is given a floor the registry
+// cannot take, and which presence files it refuses.
 #include "child.h"
 #include "daemon_presence.h"
 #include "floor_registry.h"
@@ -16,18 +17,23 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace
 {
@@ -164,6 +170,90 @@ void start_served(const guarded &gs, unsigned int interval_us,
 	ASSERT_EQ(sockbuf_guard_start(gs.g.id, interval_us), 0);
 	*dm = wait_for_handover(gs.g.id);
 	ASSERT_EQ(dm->handovers, 1u) << "no hand-over within 3 s of the thread's start";
+}
+
+// Polls @done every millisecond for at most @seconds; whether it held.
+template <class F> bool within(double seconds, F done)
+{
+	const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+	while (!done()) {
+		if (std::chrono::steady_clock::now() >= end)
+			return false;
+		struct pollfd none = {-1, 0, 0};
+		::poll(&none, 1, 1);
+	}
+	return true;
+}
+
+// More sockets than a process's floor table has slots
+// (registry::slot_count), each added to a guard: at least one floor is
+// not published.  RLIMIT_NOFILE is raised for them while this lives.
+class unpublishable
+{
+public:
+	static constexpr size_t count = sockbuf::registry::slot_count;
+
+	unpublishable()
+	{
+		if (getrlimit(RLIMIT_NOFILE, &old_) != 0) {
+			why_ = std::string("getrlimit: ") + strerror(errno);
+			return;
+		}
+		const rlim_t want = count + 256; // the guard's, gtest's, the test's own
+		if (old_.rlim_cur < want) {
+			struct rlimit more = {want, std::max(want, old_.rlim_max)};
+			if (setrlimit(RLIMIT_NOFILE, &more) != 0) {
+				why_ = "RLIMIT_NOFILE is " + std::to_string(old_.rlim_cur) +
+				       " and could not be raised to " + std::to_string(want) +
+				       " (" + strerror(errno) + "): the floor table (" +
+				       std::to_string(count) + " slots) cannot be filled";
+				return;
+			}
+			raised_ = true;
+		}
+		socks_.reserve(count);
+		for (size_t i = 0; i < count; i++) {
+			const int s = tcp();
+			if (s < 0) {
+				why_ = std::string("socket: ") + strerror(errno);
+				return;
+			}
+			socks_.push_back(s);
+		}
+	}
+	~unpublishable()
+	{
+		for (int s : socks_)
+			::close(s);
+		if (raised_)
+			setrlimit(RLIMIT_NOFILE, &old_);
+	}
+	unpublishable(const unpublishable &) = delete;
+	unpublishable &operator=(const unpublishable &) = delete;
+
+	// Why the sockets could not be made ("" when they are).
+	const std::string &missing() const { return why_; }
+	// Adds them all to @guard with a floor they are above (no restores).
+	void add_to(int guard) const
+	{
+		const struct sockbuf_floor fl = {4096, 0};
+		for (int s : socks_)
+			ASSERT_EQ(sockbuf_guard_add(guard, s, &fl), 0);
+	}
+
+private:
+	struct rlimit old_ = {};
+	bool raised_ = false;
+	std::vector<int> socks_;
+	std::string why_;
+};
+
+// The event source of a guard: 0 while it drives the guard.
+int events_err(int guard)
+{
+	struct sockbuf_guard_event_totals ev = {};
+	EXPECT_EQ(sockbuf_guard_event_stats(guard, &ev), 0);
+	return ev.err;
 }
 
 #define SKIP_UNLESS_ROOT_AND_BUF_LOCK()                                                            \
@@ -421,5 +511,137 @@ TEST(GuardHandover, ForkedChildsCopyServesItself)
 	expect_child_exited_0(child,
 			      "2: no timer, 3: pass failed, 4: the child's copy handed over");
 }
+
+} // namespace
+
+namespace
+{
+
+// A served guard given a floor the registry cannot take (its table full:
+// more sockets than it has slots) takes its sockets back at once
+// (sockbuf_guard_new(3), "The host daemon"), says -ENOSPC, restores at the
+// pass that follows, loads its event programs again where they were on,
+// and polls at its own interval again.  Run without and with
+// SOCKBUF_GUARD_EVENTS (a reported skip where BPF events are missing).
+class GuardHandoverUnpublished : public ::testing::TestWithParam<unsigned int>
+{
+protected:
+	void SetUp() override
+	{
+		SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+		if (GetParam() & SOCKBUF_GUARD_EVENTS) {
+			guard_id g(SOCKBUF_GUARD_EVENTS);
+			ASSERT_GE(g.id, 0);
+			if (const int err = events_err(g.id))
+				GTEST_SKIP() << "BPF events unavailable: " << strerror(-err);
+		}
+		if (!many_.missing().empty())
+			GTEST_SKIP() << many_.missing();
+	}
+	unpublishable many_;
+};
+
+// The thread driver: while served it sleeps until the net's pass (60 s)
+// and wakes only on the daemon's exit or on add()'s wakeup.  Its polling
+// interval is 50 ms: after the resume, passes every 50 ms again.
+TEST_P(GuardHandoverUnpublished, ThreadTakesTheSocketsBackAtOnce)
+{
+	const bool events = GetParam() & SOCKBUF_GUARD_EVENTS;
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(GetParam(), false);
+	struct sockbuf_guard_daemon_totals dm = {};
+	ASSERT_NO_FATAL_FAILURE(start_served(gs, 50'000, &dm));
+	if (events) {
+		EXPECT_EQ(events_err(gs.g.id), -EBUSY) << "served, the programs are still loaded";
+	}
+	push_below(gs.s);
+	ASSERT_NO_FATAL_FAILURE(many_.add_to(gs.g.id));
+	const auto t0 = std::chrono::steady_clock::now();
+	EXPECT_TRUE(within(3.0, [&] { return daemon_of(gs.g.id).resumes > 0; }))
+	    << "a floor not published and the guard still stood down 3 s later";
+	const double took =
+	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.resumes, 1u);
+	EXPECT_EQ(dm.pid, 0);
+	EXPECT_EQ(dm.err, -ENOSPC);
+	struct sockbuf_guard_totals t = {};
+	EXPECT_TRUE(within(3.0, [&] {
+		EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+		return t.restored > 0;
+	})) << "taken back, and the cut not restored within 3 s";
+	EXPECT_GE(sndbuf(gs.s), floor_size);
+	if (events) {
+		EXPECT_TRUE(within(3.0, [&] { return events_err(gs.g.id) == 0; }))
+		    << "the event programs were not loaded again";
+	} else {
+		// Passes at its own 50 ms again, not the net's 60 s.
+		const uint64_t passes = t.passes;
+		EXPECT_TRUE(within(3.0, [&] {
+			EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+			return t.passes >= passes + 3;
+		})) << "no passes at the polling interval after the resume";
+	}
+	// Still the guard's: a floor not published keeps it from standing down.
+	dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.handovers, 1u);
+	EXPECT_EQ(dm.pid, 0);
+	RecordProperty("resume_after_ms", int(took * 1000));
+	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+}
+
+// The timerfd driver, at a 10 s polling interval (the net's 60 s with
+// events): add() brings the timer forward, so the caller's next pass,
+// now, takes the sockets back and restores.
+TEST_P(GuardHandoverUnpublished, TimerfdTakesTheSocketsBackAtOnce)
+{
+	const bool events = GetParam() & SOCKBUF_GUARD_EVENTS;
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(GetParam(), false);
+	ASSERT_GE(gs.g.id, 0);
+	constexpr unsigned int poll_us = 10'000'000;
+	const int tfd = sockbuf_guard_timerfd(gs.g.id, poll_us);
+	ASSERT_GE(tfd, 0);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+	ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
+	push_below(gs.s);
+	ASSERT_NO_FATAL_FAILURE(many_.add_to(gs.g.id));
+	// The caller's loop: a pass each time its fd is readable.
+	int restored = 0;
+	EXPECT_TRUE(within(3.0, [&] {
+		struct pollfd p = {tfd, POLLIN, 0};
+		if (::poll(&p, 1, 0) == 1) {
+			struct sockbuf_guard_report rep = {};
+			EXPECT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+			restored += rep.restored;
+		}
+		return daemon_of(gs.g.id).resumes > 0;
+	})) << "a floor not published and the guard still stood down 3 s later";
+	EXPECT_EQ(restored, 1) << "the pass that took the sockets back did not restore";
+	EXPECT_GE(sndbuf(gs.s), floor_size);
+	const struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.resumes, 1u);
+	EXPECT_EQ(dm.pid, 0);
+	EXPECT_EQ(dm.err, -ENOSPC);
+	if (events) {
+		EXPECT_EQ(events_err(gs.g.id), 0) << "the event programs were not loaded again";
+	} else {
+		// The caller's timer polls at its own interval again.
+		struct itimerspec its = {};
+		ASSERT_EQ(timerfd_gettime(tfd, &its), 0);
+		EXPECT_EQ(its.it_interval.tv_sec, time_t(poll_us / 1'000'000));
+		EXPECT_EQ(its.it_interval.tv_nsec, 0);
+	}
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, GuardHandoverUnpublished,
+			 ::testing::Values(0u, SOCKBUF_GUARD_EVENTS),
+			 [](const ::testing::TestParamInfo<unsigned int> &i) {
+				 return std::string(i.param ? "Events" : "Polling");
+			 });
 
 } // namespace

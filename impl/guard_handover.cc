@@ -187,9 +187,13 @@ void floor_guard::wake_for_handover()
 		ssize_t w = ::write(wake_fd_, &one, sizeof(one));
 		(void)w;
 	}
-	if (timer_fd_ >= 0 && timer_owner_ == getpid()) {
-		const struct itimerspec soon = {timespec_of_ns(int64_t(poll_us_.load()) * 1000),
-						{0, 1}};
+	// The caller's timer fires now and keeps its period: the polling
+	// interval without events, the safety net's with them (a period set
+	// to the polling interval here would outlive the resume, and a guard
+	// whose programs load again would run a full pass at every tick).
+	struct itimerspec soon;
+	if (timer_fd_ >= 0 && timer_owner_ == getpid() && timerfd_gettime(timer_fd_, &soon) == 0) {
+		soon.it_value = {0, 1};
 		(void)timerfd_settime(timer_fd_, 0, &soon, nullptr);
 	}
 }

@@ -98,6 +98,9 @@ public:
 		bool inherited = false);
 
 	size_t size() const { return socks_.size(); }
+	// Moves whenever a socket is added or dropped: what is computed from
+	// the set need not be computed again while it stays.
+	uint64_t generation() const { return set_gen_; }
 	// Guarded sockets per process.
 	std::map<pid_t, size_t> sockets_by_process() const
 	{

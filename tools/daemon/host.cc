@@ -88,13 +88,16 @@ void host::scan_dir()
 			w = watched{};
 			w.start = start;
 			w.svc = service_of(pid_t(pid));
+			counted_gen_ = ~uint64_t(0); // counted under its name at the next tick
 		}
 		// Another file under the same name: the process exec'd (the new
 		// image makes its own table), and its count may equal the old
 		// one's.  Read it whole, and the process's name again.
 		if (w.file != uint64_t(e->d_ino)) {
-			if (w.file)
+			if (w.file) {
 				w.svc = service_of(pid_t(pid));
+				counted_gen_ = ~uint64_t(0);
+			}
 			w.file = uint64_t(e->d_ino);
 			w.read = false;
 		}
@@ -287,14 +290,20 @@ void host::tick(uint64_t now_ms)
 					     });
 		}
 	}
-	std::map<std::pair<std::string, std::string>, double> by_service;
-	for (const auto &[pid, n] : guard_.sockets_by_process()) {
-		auto it = procs_.find(pid);
-		if (it != procs_.end())
-			by_service[{it->second.svc.comm, it->second.svc.unit}] += double(n);
+	// Counted again only when the set moved: a walk over every guarded
+	// socket at each tick was most of an idle daemon's CPU with events.
+	if (guard_.generation() != counted_gen_ || procs_.size() != counted_procs_) {
+		counted_gen_ = guard_.generation();
+		counted_procs_ = procs_.size();
+		std::map<std::pair<std::string, std::string>, double> by_service;
+		for (const auto &[pid, n] : guard_.sockets_by_process()) {
+			auto it = procs_.find(pid);
+			if (it != procs_.end())
+				by_service[{it->second.svc.comm, it->second.svc.unit}] += double(n);
+		}
+		metrics_.guarded(by_service);
+		metrics_.processes(double(procs_.size()));
 	}
-	metrics_.guarded(by_service);
-	metrics_.processes(double(procs_.size()));
 }
 
 void host::full_pass()

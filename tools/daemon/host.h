@@ -115,9 +115,11 @@ private:
 	std::vector<uint64_t> posted_ns_;		  // and when each was posted
 	std::vector<uint32_t> unclear_; // marks a clear() failed on: looked at again each tick
 	uint64_t lost_seen_ = 0;
-	uint64_t posted_now_ = 0;   // the record being restored (0: a pass)
-	bool set_changed_ = false;  // the guard's set moved since the last pass
-	uint64_t next_pass_ms_ = 0; // with events: the earliest pass for new sockets
+	uint64_t posted_now_ = 0;	      // the record being restored (0: a pass)
+	bool set_changed_ = false;	      // the guard's set moved since the last pass
+	uint64_t next_pass_ms_ = 0;	      // with events: the earliest pass for new sockets
+	uint64_t counted_gen_ = ~uint64_t(0); // the guard's set as last counted per service
+	size_t counted_procs_ = 0;
 };
 
 } // namespace sockbuf::daemon

@@ -617,22 +617,3 @@ TEST(SuiteFails, C2InRequestResponseNeedsAMajorityOfConnections)
 
 } // namespace
 } // namespace sockbuf::contract
-
-// Every test shares one fresh network namespace (unprivileged: inside a
-// new user namespace), entered before gtest starts any thread.
-int main(int argc, char **argv)
-{
-	testing::InitGoogleTest(&argc, argv);
-	using namespace sockbuf::contract;
-	if (geteuid() != 0 && enter_user_netns() < 0) {
-		fprintf(stderr, "skip: not root and no user namespace\n");
-		return 77;
-	}
-	std::string what;
-	if (int err = enter_fresh_netns(&what); err < 0) {
-		fprintf(stderr, "skip: no network namespace (%s: %s)\n", what.c_str(),
-			strerror(-err));
-		return 77;
-	}
-	return RUN_ALL_TESTS();
-}

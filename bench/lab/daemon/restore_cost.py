@@ -17,8 +17,8 @@ a directory of the script's own (SOCKBUF_DAEMON_DIR).
 usage: [SOCKBUFD=PATH] restore_cost.py BUILD_DIR [PAIRS=1000] [ROUNDS=5] [INTERVAL_MS=1000]
 (SOCKBUFD: another daemon binary than BUILD_DIR's, e.g. one built before a change)
 """
-import ctypes
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -28,14 +28,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "daemon"))
-from daemon_lab import metric, until  # noqa: E402
+from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, metric, rp, until  # noqa: E402
 
-SO_BUF_LOCK = 72
-SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
 FLOOR = 131072
 CUT = 4096
 PORT = 5631
-libc = ctypes.CDLL(None, use_errno=True)
 
 
 def cpu_s(pid):
@@ -78,61 +75,56 @@ def main():
     run = os.path.join(tmp, "run")
     os.mkdir(run, 0o755)
     env = dict(os.environ, SOCKBUF_DAEMON_DIR=run)
-    prom = os.path.join(tmp, "m.prom")
     subprocess.run(["ip", "netns", "add", ns], check=True)
     procs = []
+    daemon = None
     try:
         subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
         holder = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "setpriv", "--reuid", "nobody", "--regid", "nogroup",
-             "--clear-groups", os.path.join(build, "bin", "sockbuf"), "run", "-q", "--via",
-             "preload", "--policy", "initial", "--", "/usr/bin/python3",
+            ["ip", "netns", "exec", ns, *AS_NOBODY, os.path.join(build, "bin", "sockbuf"), "run",
+             "-q", "--via", "preload", "--policy", "initial", "--", SERVER_PYTHON,
              os.path.join(HERE, "holder.py"), str(pairs), str(PORT)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         procs.append(holder)
         ready = holder.stdout.readline().strip()
         if not ready.startswith("ready"):
             raise SystemExit(f"holder: {ready!r}")
-        daemon = subprocess.Popen(
-            ["ip", "netns", "exec", ns, os.environ.get("SOCKBUFD", os.path.join(build, "bin", "sockbufd")), "--events", "off",
-             "--interval", interval, "--metrics-file", prom],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "d.log"), "w"), env=env)
-        procs.append(daemon)
+        daemon = Daemon(ns, os.environ.get("SOCKBUFD", os.path.join(build, "bin", "sockbufd")),
+                        tmp, 0, args=("--events", "off", "--interval", interval), env=env)
+        prom = daemon.metrics
         want = 2 * pairs
         got = until(lambda: (metric(prom, "sockbuf_guarded_sockets") or 0) >= want, 30)
         if not got:
             raise SystemExit(f"daemon guards {metric(prom, 'sockbuf_guarded_sockets')} of {want}")
-        pidfd = libc.syscall(SYS_PIDFD_OPEN, holder.pid, 0)
         dups = []
         for fd in socket_fds(holder.pid):
-            d = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
-            s = socket.socket(fileno=d)
-            if s.type == socket.SOCK_STREAM and s.getsockopt(socket.SOL_SOCKET,
-                                                              socket.SO_RCVBUF) >= FLOOR:
+            s = rp.dup_of(holder.pid, fd)
+            if s is None:
+                continue
+            if s.type == socket.SOCK_STREAM and rp.rcvbuf(s) >= FLOOR:
                 try:
                     s.getpeername()
                     dups.append(s)
                     continue
                 except OSError:
                     pass
-            s.detach()
-            os.close(d)
+            s.close()
+        dpid = daemon.proc.pid
         print(f"restore_cost: {len(dups)} connected sockets of {holder.pid}, daemon "
-              f"{daemon.pid} --interval {interval}; load {os.getloadavg()}", flush=True)
+              f"{dpid} --interval {interval}; load {os.getloadavg()}", flush=True)
         per = []
         for r in range(rounds):
             # An idle stretch as long as the last cut round: the passes alone.
-            c0, r0, t0 = cpu_s(daemon.pid), metric(prom, "sockbuf_restores_total") or 0, \
+            c0, r0, t0 = cpu_s(dpid), metric(prom, "sockbuf_restores_total") or 0, \
                 time.monotonic()
             for s in dups:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CUT)
-                s.setsockopt(socket.SOL_SOCKET, SO_BUF_LOCK, 0)
-            back = until(lambda: all(s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= FLOOR
-                                     for s in dups), 30)
+                s.setsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK, 0)
+            back = until(lambda: all(rp.rcvbuf(s) >= FLOOR for s in dups), 30)
             wall = time.monotonic() - t0
-            c1 = cpu_s(daemon.pid)
+            c1 = cpu_s(dpid)
             time.sleep(wall)
-            c2 = cpu_s(daemon.pid)
+            c2 = cpu_s(dpid)
             until(lambda: (metric(prom, "sockbuf_restores_total") or 0) >= r0 + len(dups), 3)
             n = (metric(prom, "sockbuf_restores_total") or 0) - r0
             us = ((c1 - c0) - (c2 - c1)) / max(n, 1) * 1e6
@@ -146,6 +138,8 @@ def main():
         holder.stdin.write("\n")
         holder.stdin.flush()
     finally:
+        if daemon:
+            daemon.end(signal.SIGTERM)
         for p in procs:
             if p.poll() is None:
                 p.terminate()

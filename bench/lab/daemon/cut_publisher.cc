@@ -15,11 +15,9 @@
 // its sockbuf_below_floor_seconds histogram.
 //
 //   cut_publisher [connections=8] [floor=262144] [seconds=20] [read_kb_per_s=2048]
-#include "floor_registry.h"
 #include "floored_pairs.h"
 
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,10 +72,7 @@ int main(int argc, char **argv)
 		}
 		// The floor is the size the call stored.
 		stored = fl.snd;
-		struct stat st;
-		fstat(snd[size_t(i)], &st);
-		if (sockbuf::registry::publish(st.st_ino, stored, 0, sockbuf::registry::by_shim) !=
-		    0) {
+		if (sockbuf::daemon_lab::publish_sender(snd[size_t(i)], stored) != 0) {
 			std::fprintf(stderr, "cut_publisher: publish failed\n");
 			return 1;
 		}

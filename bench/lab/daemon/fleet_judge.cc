@@ -97,8 +97,7 @@ int child(bool own, int sockets, int floor, double secs, int report, int go)
 		if (own) {
 			if (sockbuf_guard_add(guard, s, &fl) != 0)
 				return 14;
-		} else if (sockbuf::registry::publish(st.st_ino, fl.snd, 0,
-						      sockbuf::registry::by_shim) != 0) {
+		} else if (sockbuf::daemon_lab::publish_sender(s, fl.snd) != 0) {
 			return 15;
 		}
 		const uint32_t ino = uint32_t(st.st_ino);

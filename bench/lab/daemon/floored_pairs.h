@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT
-// The daemon labs' loopback connections (cut_publisher, fleet_judge): a
-// listener on 127.0.0.1, and connections to it whose sender is sized to
-// a floor with sockbuf_set_initial_bufsize() (unlocked: the kernel may
-// cut it) before it connects.
+// The daemon labs' loopback connections (cut_publisher, fleet_judge,
+// idle_publisher): a listener on 127.0.0.1, and connections to it whose
+// sender is sized to a floor with sockbuf_set_initial_bufsize()
+// (unlocked: the kernel may cut it) before it connects, its floor then
+// published for sockbufd.
 #pragma once
+
+#include "floor_registry.h"
 
 #include <sockbuf/sockbuf.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 namespace sockbuf::daemon_lab
 {
@@ -43,6 +49,24 @@ inline int floored_pair(int l, const struct sockaddr_in &sa, int floor, int *snd
 	    (*rcv = accept(l, nullptr, nullptr)) < 0)
 		return -1;
 	sockbuf_report_floor(&rep, fl);
+	return 0;
+}
+
+// Publishes sender @snd's floor @floor in this process's floor table, as
+// the shim would (no guard of its own keeps it).  0 with its inode in
+// *@ino (if given), or -1 (errno set).
+inline int publish_sender(int snd, int floor, uint64_t *ino = nullptr)
+{
+	struct stat st;
+	if (fstat(snd, &st) != 0)
+		return -1;
+	if (ino)
+		*ino = uint64_t(st.st_ino);
+	const int err = registry::publish(st.st_ino, floor, 0, registry::by_shim);
+	if (err < 0) {
+		errno = -err;
+		return -1;
+	}
 	return 0;
 }
 

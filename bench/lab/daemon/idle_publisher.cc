@@ -7,11 +7,9 @@
 // and holds them until it is sent a signal, or SECONDS pass.
 //
 //   idle_publisher [connections=5000] [floor=131072] [seconds=600]
-#include "floor_registry.h"
 #include "floored_pairs.h"
 
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -48,14 +46,11 @@ int main(int argc, char **argv)
 	std::vector<int> snd(static_cast<size_t>(n)), rcv(static_cast<size_t>(n));
 	for (size_t i = 0; i < size_t(n); i++) {
 		struct sockbuf_floor fl;
-		struct stat st;
-		if (sockbuf::daemon_lab::floored_pair(l, sa, floor, &snd[i], &rcv[i], &fl) != 0 ||
-		    fstat(snd[i], &st) != 0) {
+		if (sockbuf::daemon_lab::floored_pair(l, sa, floor, &snd[i], &rcv[i], &fl) != 0) {
 			std::perror("idle_publisher: connection");
 			return 1;
 		}
-		if (sockbuf::registry::publish(st.st_ino, fl.snd, 0, sockbuf::registry::by_shim) !=
-		    0) {
+		if (sockbuf::daemon_lab::publish_sender(snd[i], fl.snd) != 0) {
 			std::fprintf(stderr, "idle_publisher: publish failed\n");
 			return 1;
 		}

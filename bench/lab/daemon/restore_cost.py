@@ -135,18 +135,13 @@ def main():
         print(f"per restore: median {statistics.median(per):.1f} us "
               f"(min {min(per):.1f}, max {max(per):.1f}, n={len(per)}); "
               f"load {os.getloadavg()}")
-        holder.stdin.write("\n")
-        holder.stdin.flush()
     finally:
         if daemon:
             daemon.end(signal.SIGTERM)
+        # Asked to end, not killed: a process killed leaves its floor
+        # table in /dev/shm.
         for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            rp.stop(p, ask=rp.say_done)
         subprocess.run(["ip", "netns", "del", ns])
         subprocess.run(["rm", "-rf", tmp])
     return 0

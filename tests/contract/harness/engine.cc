@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include "clock.h"
+#include "diag.h"
 #include "pattern.h"
 
 #include <fmt/core.h>
@@ -298,36 +299,6 @@ bool held_bytes::state_has_fin() const
 	return state == TCP_FIN_WAIT1 || state == TCP_CLOSING || state == TCP_LAST_ACK;
 }
 
-const char *tcp_state_name(int state)
-{
-	switch (state) {
-	case TCP_ESTABLISHED:
-		return "ESTAB";
-	case TCP_SYN_SENT:
-		return "SYN-SENT";
-	case TCP_SYN_RECV:
-		return "SYN-RECV";
-	case TCP_FIN_WAIT1:
-		return "FIN-WAIT-1";
-	case TCP_FIN_WAIT2:
-		return "FIN-WAIT-2";
-	case TCP_TIME_WAIT:
-		return "TIME-WAIT";
-	case TCP_CLOSE:
-		return "CLOSED";
-	case TCP_CLOSE_WAIT:
-		return "CLOSE-WAIT";
-	case TCP_LAST_ACK:
-		return "LAST-ACK";
-	case TCP_LISTEN:
-		return "LISTEN";
-	case TCP_CLOSING:
-		return "CLOSING";
-	default:
-		return "unknown";
-	}
-}
-
 held_bytes held_by(const flow &f)
 {
 	held_bytes h;
@@ -403,12 +374,11 @@ void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integ
 			// (and retransmits them); the drain's limit came first.
 			out->unfinished_flows++;
 			out->unfinished.push_back(fmt::format(
-			    "flow unfinished at the drain limit ({:.1f} s past the deadline): {} "
-			    "of "
-			    "{} bytes received, {} bytes still queued by the sender ({}), {} in "
-			    "the "
-			    "reader's queue, retransmit backoff {} (RTO {:.1f} s)",
-			    drain, f.received, f.sent, h.snd_queued, tcp_state_name(h.state),
+			    "flow unfinished at the drain limit ({:.1f} s past the deadline): "
+			    "{} of {} bytes received, {} bytes still queued by the sender "
+			    "({}), {} in the reader's queue, retransmit backoff {} (RTO "
+			    "{:.1f} s)",
+			    drain, f.received, f.sent, h.snd_queued, diag::state_name(h.state),
 			    h.rcv_queued, h.backoff, double(h.rto_us) / 1e6));
 			continue;
 		}
@@ -416,7 +386,7 @@ void run_flows(std::vector<flow> &flows, int threads, int64_t deadline_ns, integ
 		out->errors.push_back(
 		    fmt::format("flow ended with {} of {} bytes received; its connection holds "
 				"none of the rest (sender {})",
-				f.received, f.sent, h.state ? tcp_state_name(h.state) : "gone"));
+				f.received, f.sent, h.state ? diag::state_name(h.state) : "gone"));
 	}
 }
 

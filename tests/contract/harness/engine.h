@@ -70,8 +70,6 @@ struct held_bytes {
 	bool state_has_fin() const; // a FIN sent, not yet acknowledged
 };
 held_bytes held_by(const flow &f);
-// "FIN-WAIT-1" and so on, as ss(8) names the states.
-const char *tcp_state_name(int state);
 
 // Runs @flows with @threads threads until every flow has delivered its
 // bytes and seen EOF.  At @deadline_ns senders stop early (what was sent

@@ -44,6 +44,11 @@ import json, sys
 j = json.load(sys.stdin)
 print(next((s.get("served_by") for s in j.get("sockets", []) if s["fd"] == int(sys.argv[1])), "no-such-socket"))' "$2"
 }
+expect_served_by() { # expect_served_by WANT WHEN: the server's connection's served_by
+	who=$(served_by "$pid" "$fd")
+	say "sockbuf show $pid --json: fd $fd served_by \"$who\" ($2)"
+	check "served_by $1 $2" test "$who" = "$1"
+}
 said_stopped() { # said_stopped PID: the daemon's last line in the journal
 	journalctl -b -o cat _PID="$1" | grep -qx 'sockbufd: stopped'
 }
@@ -89,9 +94,7 @@ cmd ps -o user,pid,comm,args -p "$pid"
 check "the server runs as nobody" test "$(ps -o user= -p "$pid")" = nobody
 check "the shim published the connection's floor" test -n "$fd"
 fd=${fd:-0}
-who=$(served_by "$pid" "$fd")
-say "sockbuf show $pid --json: fd $fd served_by \"$who\" (no daemon yet)"
-check "served_by guard before sockbufd" test "$who" = guard
+expect_served_by guard "before sockbufd"
 say "cut from outside: $(timeout 30 python3 /lab/cut.py "$pid" "$fd" "$floor")" ||
 	bad "the process's own guard did not restore the cut"
 
@@ -108,9 +111,7 @@ cmd systemctl status sockbufd --no-pager -l -n 20
 until_true 10 'grep -q "serves these floors" /run/lab/shim.log'
 cmd cat /run/lab/shim.log
 check "the shim said sockbufd serves its floors" grep -q 'sockbufd (pid [0-9]*) serves these floors' /run/lab/shim.log
-who=$(served_by "$pid" "$fd")
-say "sockbuf show $pid --json: fd $fd served_by \"$who\" (sockbufd running)"
-check "served_by daemon with sockbufd" test "$who" = daemon
+expect_served_by daemon "with sockbufd"
 cmd sockbuf show "$pid" --json
 until_true 10 'test "$(metric sockbuf_guarded_sockets comm=\"python3\")" != none'
 # With events, a setsockopt(2) cut is no kernel function the programs
@@ -192,9 +193,7 @@ cmd journalctl -b --no-pager -o cat _PID="$old"
 until_true 5 'said_stopped "$old"'
 check "restart: sockbufd $old (--metrics-listen) handled SIGTERM and said so" said_stopped "$old"
 until_true 10 'test "$(served_by "$pid" "$fd")" = daemon'
-who=$(served_by "$pid" "$fd")
-say "served_by \"$who\" after the restart"
-check "served_by daemon after the restart" test "$who" = daemon
+expect_served_by daemon "after the restart"
 until_true 10 'test "$(metric sockbuf_guarded_sockets comm=\"python3\")" != none'
 cmd grep -E '^sockbuf_(guarded_sockets|processes|event_source_up)' /run/sockbufd/metrics.prom
 
@@ -210,9 +209,7 @@ check "stop: sockbufd $old handled SIGTERM and said so" said_stopped "$old"
 until_true 10 'grep -q "sockbufd gone" /run/lab/shim.log'
 cmd cat /run/lab/shim.log
 check "the shim said its guard serves again" grep -q 'sockbufd gone' /run/lab/shim.log
-who=$(served_by "$pid" "$fd")
-say "sockbuf show $pid --json: fd $fd served_by \"$who\" (sockbufd stopped)"
-check "served_by guard after the stop" test "$who" = guard
+expect_served_by guard "after the stop"
 say "cut from outside: $(timeout 30 python3 /lab/cut.py "$pid" "$fd" "$floor")" ||
 	bad "the process's guard did not take back"
 cmd ls -la /run/sockbufd 2>&1

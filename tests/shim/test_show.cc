@@ -3,6 +3,7 @@
 // locks, against a child process's floors, and the diagnosis wording
 // against synthetic sockets.
 #include "floor_read.h"
+#include "show_check.h"
 #include "show_diagnose.h"
 
 #include <sockbuf/sockbuf.h>
@@ -158,8 +159,12 @@ TEST(Show, AllListsOurSocketsToo)
 
 TEST(Show, BadArgumentsAndMissingProcess)
 {
-	EXPECT_NE(run(SOCKBUF_TOOL " show 2>&1").find("usage: sockbuf show"), std::string::npos);
-	EXPECT_NE(run(SOCKBUF_TOOL " show 1x 2>&1").find("usage"), std::string::npos);
+	// One line saying what was wrong, not the whole help.
+	EXPECT_EQ(run(SOCKBUF_TOOL " show 2>&1"),
+		  "sockbuf show: which process? give a PID (or several) or --all (sockbuf show "
+		  "--help)\n");
+	EXPECT_EQ(run(SOCKBUF_TOOL " show 1x 2>&1"),
+		  "sockbuf show: '1x' is not a process id (sockbuf show --help)\n");
 	EXPECT_NE(run(SOCKBUF_TOOL " show 4194000 2>&1").find("/proc/4194000/fd"),
 		  std::string::npos);
 }
@@ -492,9 +497,12 @@ TEST(ShowFloor, WatchReportsTheDropAndHowLongItLasts)
 	EXPECT_NE(w.out.find("snd BELOW by " + std::to_string(c.floor - now) + " (new)"),
 		  std::string::npos)
 	    << w.out;
-	EXPECT_NE(w.out.find("snd BELOW by " + std::to_string(c.floor - now) + " for "),
+	// The third sample changes nothing and prints nothing; the summary
+	// says how long the buffer has been below.
+	EXPECT_NE(w.out.find("still BELOW: fd " + std::to_string(c.fd_a) + " snd for "),
 		  std::string::npos)
-	    << "the third sample says how long: " << w.out;
+	    << "the summary says how long: " << w.out;
+	EXPECT_NE(w.out.find("watch ended (count reached): 3 samples"), std::string::npos) << w.out;
 }
 
 TEST(ShowFloor, WatchStopsWhenTheProcessExits)
@@ -540,6 +548,30 @@ TEST(ShowFloor, WatchWithTraceSaysWhatTheKernelRecordedBeforeTheDrop)
 	ASSERT_NE(next, std::string::npos);
 	EXPECT_EQ(w.out.compare(next + 1, 10, "    kernel"), 0)
 	    << "the line after the drop names the kernel's events or their absence: " << w.out;
+}
+
+// A socket systemd passed (LISTEN_FDS), named by the fd's name or the
+// service's socket unit; a worker the master forked holds the same fds.
+TEST(ShowSystemd, PassedSocketsFromTheEnvironmentAndCgroup)
+{
+	using namespace std::string_literals;
+	const std::string env = "PATH=/bin\0LISTEN_PID=100\0LISTEN_FDS=2\0"
+				"LISTEN_FDNAMES=web.socket:admin.socket\0"s;
+	const std::string cg = "0::/system.slice/nginx.service\n";
+	systemd_passed p = parse_systemd_passed(100, 1, env, cg);
+	EXPECT_EQ(p.service, "nginx.service");
+	EXPECT_EQ(p.fd_unit, (std::map<int, std::string>{{3, "web.socket"}, {4, "admin.socket"}}));
+	p = parse_systemd_passed(101, 100, env, cg); // a forked worker
+	EXPECT_EQ(p.fd_unit.size(), 2u);
+	p = parse_systemd_passed(102, 1, env, cg); // LISTEN_PID names another process
+	EXPECT_TRUE(p.fd_unit.empty());
+	// No names: the service's socket unit, by systemd's default.
+	p = parse_systemd_passed(100, 1, "LISTEN_PID=100\0LISTEN_FDS=1\0"s, cg);
+	EXPECT_EQ(p.fd_unit, (std::map<int, std::string>{{3, "nginx.socket"}}));
+	p = parse_systemd_passed(100, 1, "LISTEN_FDS=1\0"s, cg);
+	EXPECT_TRUE(p.fd_unit.empty()) << "no LISTEN_PID: not passed to this process";
+	p = parse_systemd_passed(100, 1, "LISTEN_PID=100\0LISTEN_FDS=99999\0"s, cg);
+	EXPECT_TRUE(p.fd_unit.empty()) << "a count no systemd passes";
 }
 
 TEST(ShowFloor, WatchArguments)

@@ -73,6 +73,19 @@ int cmd_demo(int argc, char **argv)
 {
 	long long bytes = 64ll << 20, size = 128 << 10;
 	for (int i = 1; i < argc; i++) {
+		if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+			fmt::print(
+			    "usage: sockbuf demo [--bytes N[K|M]] [--size N[K|M]]\n"
+			    "\n"
+			    "What set_initial_bufsize and lock_bufsize report on fresh TCP\n"
+			    "sockets, then three bulk transfers over loopback (untouched,\n"
+			    "set_initial, lock) with the receiver's buffer, lock bits, window\n"
+			    "scale and throughput.  --bytes: per transfer (default 64M);\n"
+			    "--size: the size given (default 128K).\n"
+			    "\n"
+			    "Exit status: 0, 1 a transfer failed, 2 usage.\n");
+			return 0;
+		}
 		bool ok = i + 1 < argc;
 		if (ok && !std::strcmp(argv[i], "--bytes"))
 			ok = parse_size(argv[++i], &bytes);
@@ -82,7 +95,11 @@ int cmd_demo(int argc, char **argv)
 			ok = false;
 		if (!ok) {
 			fmt::print(stderr,
-				   "usage: sockbuf demo [--bytes N[K|M]] [--size N[K|M]]\n");
+				   "sockbuf demo: {}: want --bytes N[K|M] or --size N[K|M] "
+				   "(sockbuf demo --help)\n",
+				   i + 1 < argc || argv[i][0] != '-'
+				       ? fmt::format("bad argument '{}'", argv[i])
+				       : fmt::format("'{}' needs a value", argv[i]));
 			return 2;
 		}
 	}

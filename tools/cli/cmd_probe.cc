@@ -223,6 +223,18 @@ int cmd_probe(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!std::strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+			fmt::print(
+			    "usage: sockbuf probe [--json]\n"
+			    "\n"
+			    "Which buffer mechanisms this kernel offers (SO_BUF_LOCK, SO_RCVLOWAT\n"
+			    "raise, SO_RESERVE_MEM, SO_*BUFFORCE, TCP_INFO), the limits, a fresh\n"
+			    "socket's sizes, the mechanism set_initial_bufsize uses here, whether\n"
+			    "this cgroup allows SO_RESERVE_MEM, and whether a floor guard gets\n"
+			    "events.  --json: one JSON object.\n"
+			    "\n"
+			    "Exit status: 0, 1 the probe failed, 2 usage.\n");
+			return 0;
 		} else {
 			fmt::print(stderr,
 				   "sockbuf probe: unknown argument '{}'\n"

@@ -17,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -43,7 +44,7 @@ int run_usage(std::FILE *to, int status)
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
 		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--reserve]\n"
 		   "                   [--guard-events on|off] [--guard-bpf on|off]\n"
-		   "                   [--via auto|seccomp|preload] [-q] [--shim PATH]\n"
+		   "                   [--via auto|seccomp|preload] [-q|--quiet] [--shim PATH]\n"
 		   "                   [--] CMD [ARGS...]\n"
 		   "\n"
 		   "Runs CMD so that its SO_SNDBUF/SO_RCVBUF requests get sockbuf's policy\n"
@@ -282,6 +283,18 @@ int cmd_run(int argc, char **argv)
 			return bad_arg(fmt::format("{} '{}': a value may not hold ',', '#' or a "
 						   "newline (use --config for more items)",
 						   opt, val));
+	// Named here, by the option: the grammar's error would name the item
+	// the option became.
+	if (guard) {
+		char *end = nullptr;
+		const long ms = std::strtol(guard, &end, 10);
+		if (std::strcmp(guard, "off") != 0 &&
+		    (!*guard || *end || !std::isdigit((unsigned char)*guard) || ms < 1 ||
+		     ms > 60000))
+			return bad_arg(fmt::format("--floor-guard '{}': a number of milliseconds "
+						   "from 1 to 60000 (or off)",
+						   guard));
+	}
 	std::string config = fmt::format("policy:{}", policy ? policy : "initial");
 	if (extra && *extra)
 		config += fmt::format(",{}", extra);
@@ -319,8 +332,12 @@ int cmd_run(int argc, char **argv)
 	// A dynamic program that imports no setsockopt but starts others
 	// (env, sh, timeout) is taken for a launcher: what it starts gets the
 	// shim through the environment.
-	const bool preload_blind = t.link == run::linkage::static_exe ||
-				   (t.link == run::linkage::dynamic_nolibc && !t.launcher);
+	// One that loads libraries later (dlopen: Python's _socket module) is
+	// not: what it loads binds to libc's setsockopt, which the shim
+	// interposes.
+	const bool preload_blind =
+	    t.link == run::linkage::static_exe ||
+	    (t.link == run::linkage::dynamic_nolibc && !t.launcher && !t.loader);
 	std::string seccomp_why = "sockbuf was built without the shim's configuration parser";
 	bool seccomp_ok = false;
 #ifdef SOCKBUF_RUN_SUPERVISOR
@@ -367,7 +384,7 @@ int cmd_run(int argc, char **argv)
 			fmt::print(stderr, "sockbuf run: via seccomp supervisor: {} {}{}\n", what,
 				   t.secure ? fmt::format("is {} (ld.so would ignore LD_PRELOAD)",
 							  t.secure_why)
-					    : run::linkage_text(t.link),
+					    : run::linkage_text(t.link, t.loader),
 				   parsed.guard_ms
 				       ? fmt::format("; floor guard: the supervisor's, polling "
 						     "every {} ms (inet_diag; events and the BPF "
@@ -392,14 +409,15 @@ int cmd_run(int argc, char **argv)
 		fmt::print(stderr,
 			   "sockbuf run: {} {}: the shim cannot reach its setsockopt() and {}; "
 			   "it runs unchanged\n",
-			   what, run::linkage_text(t.link),
+			   what, run::linkage_text(t.link, t.loader),
 			   via_arg ? "--via preload was asked for"
 				   : fmt::format("the seccomp supervisor is unavailable: {}",
 						 seccomp_why));
 	} else if (!quiet) {
 		fmt::print(stderr, "sockbuf run: via preload: {} {}{}{}\n", what,
-			   run::linkage_text(t.link),
-			   preload_blind || !t.launcher || t.link == run::linkage::dynamic_libc
+			   run::linkage_text(t.link, t.loader),
+			   preload_blind || !t.launcher || t.loader ||
+				   t.link == run::linkage::dynamic_libc
 			       ? ""
 			       : " but starts other programs, which inherit the shim (for a "
 				 "static one: --via seccomp)",

@@ -5,6 +5,7 @@
 // that fall below their floors, sampled every MS milliseconds.
 #include "commands.h"
 
+#include "show_check.h"
 #include "show_collect.h"
 #include "show_diagnose.h"
 #include "show_trace.h"
@@ -17,6 +18,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -35,24 +37,29 @@ using show::shown_socket;
 int show_usage(std::FILE *to, int status)
 {
 	fmt::print(to,
-		   "usage: sockbuf show PID|--all [--json]\n"
+		   "usage: sockbuf show PID...|--all [--json|--check]\n"
 		   "       sockbuf show PID --watch MS [--count N] [--trace auto|on|off]\n"
 		   "\n"
-		   "Every TCP socket of process PID (or of every process in this network\n"
+		   "Every TCP socket of each process PID (or of every process in this network\n"
 		   "namespace): state, addresses, sk_sndbuf/sk_rcvbuf, lock bits (read from\n"
 		   "a pidfd_getfd duplicate; needs ptrace access), memory in use, RTT,\n"
 		   "window scales, the floors the process published (floor guard, shim),\n"
-		   "and a diagnosis.  KB = 1024 bytes.\n"
+		   "and a diagnosis; a socket systemd passed is named with its socket\n"
+		   "unit.  KB = 1024 bytes.\n"
 		   "\n"
+		   "--check     a host check: prints nothing and exits 0 when no socket is\n"
+		   "            locked or below its floor; else one line each, exit 3\n"
 		   "--watch MS  sample every MS milliseconds ({}..{}) and report buffers\n"
-		   "            that drop below their floor, until PID exits\n"
+		   "            that drop below their floor or come back, until PID exits;\n"
+		   "            a summary at the end\n"
 		   "--count N   stop after N samples\n"
 		   "--trace M   with --watch: record the kernel's own events (tracefs:\n"
 		   "            sock tracepoints, kprobes on the shrink paths) and print\n"
 		   "            those on the dropped socket before each drop; auto (the\n"
 		   "            default) when root, on: exit 1 when it cannot\n"
 		   "\n"
-		   "Exit status: 0, 1 error, 2 usage, 3 some buffer below its floor.\n",
+		   "Exit status: 0, 1 error (a PID that cannot be read), 2 usage, 3 some\n"
+		   "buffer below its floor (--check: or locked).\n",
 		   show::watch_min_ms, show::watch_max_ms);
 	return status;
 }
@@ -134,16 +141,22 @@ nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits
 				    {"rcv", show::floor_depth(s, SOCKBUF_RCV)}};
 	}
 	j["served_by"] = served_by(s);
+	if (!s.systemd_unit.empty())
+		j["systemd_unit"] = s.systemd_unit;
+	if (!s.systemd_note.empty())
+		d.lines.push_back(s.systemd_note);
 	j["problem"] = d.problem;
 	j["diagnosis"] = d.lines;
 	return j;
 }
 
-void print_json(const collection &c, int pid)
+void print_json(const collection &c, int pid, const std::vector<int> &pids)
 {
 	nlohmann::ordered_json j;
 	if (pid > 0)
 		j["pid"] = pid;
+	else if (pids.size() > 1)
+		j["pids"] = pids;
 	j["limits"] = {{"rcvbuf_max", c.limits.rcvbuf_max},
 		       {"sndbuf_max", c.limits.sndbuf_max},
 		       {"tcp_rmem", c.limits.tcp_rmem},
@@ -168,6 +181,16 @@ std::string lock_text(const shown_socket &s)
 	if (s.lock == 3)
 		return "snd+rcv";
 	return (s.lock & 1) ? "snd" : "rcv";
+}
+
+// Where systemd passed the socket from (socket activation), and what its
+// unit did to it.
+void print_systemd(const shown_socket &s)
+{
+	if (!s.systemd_note.empty())
+		fmt::print("{}", text::wrap(s.systemd_note, "  - ", "    "));
+	else if (!s.systemd_unit.empty())
+		fmt::print("  passed by systemd from {}\n", s.systemd_unit);
 }
 
 void print_text(const collection &c)
@@ -209,72 +232,150 @@ void print_text(const collection &c)
 					   dir == SOCKBUF_SND ? "snd" : "rcv", depth);
 		for (const auto &line : show::diagnose(s, c.limits).lines)
 			fmt::print("{}", text::wrap(line, "  - ", "    "));
+		print_systemd(s);
 	}
 	const summary sum = summarize(c);
-	fmt::print("\n{} sockets, {} with a floor, {} below their floor\n", c.sockets.size(),
-		   sum.with_floor, sum.below);
+	fmt::print("\n{} socket{}, {} with a floor, {} below their floor\n", c.sockets.size(),
+		   c.sockets.size() == 1 ? "" : "s", sum.with_floor, sum.below);
+}
+
+// A usage error in one line: what was wrong, and where the help is.
+int show_bad(const std::string &why)
+{
+	fmt::print(stderr, "sockbuf show: {} (sockbuf show --help)\n", why);
+	return 2;
+}
+
+struct show_args {
+	bool json = false, all = false, check = false;
+	std::vector<int> pids;
+	long watch_ms = 0, count = 0;
+	show::trace_mode trace = show::trace_mode::autodetect;
+	bool trace_given = false;
+};
+
+// The command line, or a usage error's exit status (2; 0 for --help).
+int parse_show(int argc, char **argv, show_args *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end = nullptr;
+		if (!std::strcmp(a, "--watch") || !std::strcmp(a, "--count")) {
+			long *to = a[2] == 'w' ? &o->watch_ms : &o->count;
+			const long lo = a[2] == 'w' ? show::watch_min_ms : 1;
+			const long hi = a[2] == 'w' ? show::watch_max_ms : 1'000'000'000;
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			*to = std::strtol(v, &end, 10);
+			if (!*v || *end || *to < lo || *to > hi)
+				return show_bad(
+				    fmt::format("{} takes a number from {} to {}{}", a, lo, hi,
+						*v ? fmt::format(", not '{}'", v) : ""));
+		} else if (!std::strcmp(a, "--trace")) {
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			if (!show::parse_trace_mode(v, &o->trace))
+				return show_bad(
+				    fmt::format("--trace takes auto, on or off{}",
+						*v ? fmt::format(", not '{}'", v) : ""));
+			o->trace_given = true;
+		} else if (!std::strcmp(a, "--json")) {
+			o->json = true;
+		} else if (!std::strcmp(a, "--all")) {
+			o->all = true;
+		} else if (!std::strcmp(a, "--check")) {
+			o->check = true;
+		} else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+			show_usage(stdout, 0);
+			return 0;
+		} else if (a[0] == '-' && !std::isdigit((unsigned char)a[1])) {
+			return show_bad(fmt::format("unknown option '{}'", a));
+		} else {
+			const long v = std::strtol(a, &end, 10);
+			if (!*a || *end || !std::isdigit((unsigned char)a[0]))
+				return show_bad(fmt::format("'{}' is not a process id", a));
+			if (v <= 0 || v >= (1l << 22))
+				return show_bad(fmt::format("process id {} out of range (1 to {})",
+							    a, (1l << 22) - 1));
+			o->pids.push_back(int(v));
+		}
+	}
+	if (o->all && !o->pids.empty())
+		return show_bad(fmt::format("--all lists every process: not with a process id "
+					    "({})",
+					    o->pids[0]));
+	if (!o->all && o->pids.empty())
+		return show_bad("which process? give a PID (or several) or --all");
+	if (o->watch_ms && o->all)
+		return show_bad("--watch follows one process: not with --all");
+	if (o->watch_ms && o->json)
+		return show_bad("--watch prints text: not with --json");
+	if (o->watch_ms && o->check)
+		return show_bad("--check is one look: not with --watch");
+	if (o->watch_ms && o->pids.size() > 1)
+		return show_bad(fmt::format("--watch follows one process, not {}", o->pids.size()));
+	if (o->check && o->json)
+		return show_bad("--check prints lines: not with --json");
+	if ((o->count || o->trace_given) && !o->watch_ms)
+		return show_bad(
+		    fmt::format("{} goes with --watch MS", o->count ? "--count" : "--trace"));
+	return -1;
+}
+
+// Every process of @pids in one collection (the limits of the first that
+// could be read); a line on standard error for each that could not.
+// false when none could.
+bool collect_pids(const std::vector<int> &pids, collection *c, bool *some_failed)
+{
+	bool any = false;
+	for (int pid : pids) {
+		collection one;
+		std::string why;
+		if (show::collect_pid(pid, &one, &why) < 0) {
+			fmt::print(stderr, "sockbuf show: {}\n", why);
+			*some_failed = true;
+			continue;
+		}
+		if (!any)
+			c->limits = one.limits;
+		any = true;
+		for (auto &s : one.sockets)
+			c->sockets.push_back(std::move(s));
+		for (auto &n : one.notes)
+			c->notes.push_back(std::move(n));
+	}
+	return any;
 }
 
 } // namespace
 
 int cmd_show(int argc, char **argv)
 {
-	bool json = false, all = false;
-	int pid = 0;
-	long watch_ms = 0, count = 0;
-	show::trace_mode trace = show::trace_mode::autodetect;
-	bool trace_given = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char *end = nullptr;
-		if (!std::strcmp(a, "--watch") || !std::strcmp(a, "--count")) {
-			long *to = a[2] == 'w' ? &watch_ms : &count;
-			const long lo = a[2] == 'w' ? show::watch_min_ms : 1;
-			const long hi = a[2] == 'w' ? show::watch_max_ms : 1'000'000'000;
-			const char *v = i + 1 < argc ? argv[++i] : "";
-			*to = std::strtol(v, &end, 10);
-			if (!*v || *end || *to < lo || *to > hi) {
-				fmt::print(stderr,
-					   "sockbuf show: {} takes a number from {} to {}\n", a, lo,
-					   hi);
-				return 2;
-			}
-		} else if (!std::strcmp(a, "--trace")) {
-			const char *v = i + 1 < argc ? argv[++i] : "";
-			if (!show::parse_trace_mode(v, &trace)) {
-				fmt::print(stderr, "sockbuf show: --trace takes auto, on or off\n");
-				return 2;
-			}
-			trace_given = true;
-		} else if (!std::strcmp(a, "--json"))
-			json = true;
-		else if (!std::strcmp(a, "--all"))
-			all = true;
-		else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help"))
-			return show_usage(stdout, 0);
-		else if (long v = std::strtol(a, &end, 10); *a && !*end && v > 0 && v < (1l << 22))
-			pid = int(v);
-		else
-			return show_usage(stderr, 2);
-	}
-	if (all == (pid > 0) || (watch_ms && (all || json)) ||
-	    ((count || trace_given) && !watch_ms))
-		return show_usage(stderr, 2);
+	show_args o;
+	if (int ret = parse_show(argc, argv, &o); ret >= 0)
+		return ret;
 	// Tables left by processes that are gone (_exit, a fatal signal).
 	registry::clean_stale(registry::default_dir);
-	if (watch_ms)
-		return show::watch(pid, int(watch_ms), count, int(trace));
+	if (o.watch_ms)
+		return show::watch(o.pids[0], int(o.watch_ms), o.count, int(o.trace));
 	collection c;
-	std::string why;
-	int ret = all ? show::collect_all(&c, &why) : show::collect_pid(pid, &c, &why);
-	if (ret < 0) {
-		fmt::print(stderr, "sockbuf show: {}\n", why);
+	bool some_failed = false;
+	if (o.all) {
+		std::string why;
+		if (show::collect_all(&c, &why) < 0) {
+			fmt::print(stderr, "sockbuf show: {}\n", why);
+			return 1;
+		}
+	} else if (!collect_pids(o.pids, &c, &some_failed)) {
 		return 1;
 	}
-	if (json)
-		print_json(c, pid);
+	show::name_systemd_units(&c);
+	if (o.check)
+		return show::print_check(c) ? 3 : some_failed ? 1 : 0;
+	if (o.json)
+		print_json(c, o.pids.size() == 1 ? o.pids[0] : 0, o.pids);
 	else
 		print_text(c);
+	if (some_failed)
+		return 1;
 	return summarize(c).below > 0 ? 3 : 0;
 }
 

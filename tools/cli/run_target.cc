@@ -63,6 +63,7 @@ struct elf_facts {
 	bool interp = false;	 // PT_INTERP: started by ld.so
 	bool setsockopt = false; // imports setsockopt
 	bool exec = false;	 // imports an exec function: starts other programs
+	bool dlopen = false;	 // imports dlopen: loads libraries later
 	std::vector<std::string> needed, runpath;
 };
 
@@ -117,6 +118,7 @@ elf_facts read_elf(const mapped_file &f)
 				if (!n)
 					continue;
 				out.setsockopt |= !std::strcmp(n, "setsockopt");
+				out.dlopen |= !std::strcmp(n, "dlopen");
 				out.exec |= !std::strncmp(n, "exec", 4) ||
 					    !std::strcmp(n, "posix_spawn") ||
 					    !std::strcmp(n, "posix_spawnp");
@@ -185,7 +187,7 @@ std::string find_library(const std::string &name, const elf_facts &from, const s
 
 // The program at @path and every library it loads: does any import
 // setsockopt (the shim interposes it), and does any start programs?
-linkage elf_linkage(const std::string &path, bool *launcher)
+linkage elf_linkage(const std::string &path, bool *launcher, bool *loader)
 {
 	mapped_file f(path);
 	const elf_facts top = read_elf(f);
@@ -195,6 +197,7 @@ linkage elf_linkage(const std::string &path, bool *launcher)
 		return linkage::static_exe;
 	bool sso = top.setsockopt;
 	*launcher = top.exec;
+	*loader = top.dlopen;
 	std::vector<std::pair<std::string, std::string>> todo; // (lib, origin)
 	std::vector<std::string> seen;
 	const std::string origin = path.substr(0, path.rfind('/'));
@@ -210,6 +213,7 @@ linkage elf_linkage(const std::string &path, bool *launcher)
 		const elf_facts e = read_elf(g);
 		sso |= e.setsockopt;
 		*launcher |= e.exec && lib.find("/libc.so") == std::string::npos;
+		*loader |= e.dlopen && lib.find("/libc.so") == std::string::npos;
 		const std::string lorigin = lib.substr(0, lib.rfind('/'));
 		for (const auto &n : e.needed)
 			todo.emplace_back(find_library(n, e, lorigin), n);
@@ -322,12 +326,16 @@ target_info inspect(const std::string &path)
 	const std::string &exe = interp.empty() ? path : interp;
 	t.secure = secure_exec(exe, &t.secure_why);
 	t.script = interp;
-	t.link = elf_linkage(exe, &t.launcher);
+	t.link = elf_linkage(exe, &t.launcher, &t.loader);
 	return t;
 }
 
-const char *linkage_text(linkage l)
+const char *linkage_text(linkage l, bool loader)
 {
+	if (l == linkage::dynamic_nolibc && loader)
+		return "imports no setsockopt itself, nor do the libraries it starts with, but "
+		       "it loads others with dlopen() (Python's _socket module), which may: the "
+		       "preload reaches those";
 	switch (l) {
 	case linkage::dynamic_libc:
 		return "imports setsockopt";

@@ -24,6 +24,7 @@ struct target_info {
 	std::string script; // for "#!" scripts: the interpreter examined instead
 	linkage link = linkage::unknown;
 	bool launcher = false; // it or a library it loads imports exec*/posix_spawn
+	bool loader = false;   // it or a library it loads (not libc) imports dlopen
 	bool secure = false;   // AT_SECURE for this user: setuid/setgid/capabilities
 	std::string secure_why;
 };
@@ -34,7 +35,7 @@ std::string resolve_command(const char *cmd);
 // Examines @path (following one "#!" interpreter, and /usr/bin/env NAME).
 target_info inspect(const std::string &path);
 
-// Words for a linkage in the one-line report.
-const char *linkage_text(linkage l);
+// Words for a linkage in the one-line report (@loader: target_info's).
+const char *linkage_text(linkage l, bool loader = false);
 
 } // namespace sockbuf::cli::run

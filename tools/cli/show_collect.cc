@@ -79,7 +79,12 @@ void read_lock(shown_socket *s, int pidfd, int pidfd_err)
 	}
 	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s->fd, 0));
 	if (dup < 0) {
-		s->lock_note = fmt::format("pidfd_getfd: {}", std::strerror(errno));
+		const int e = errno;
+		s->lock_note = fmt::format("pidfd_getfd: {}{}", std::strerror(e),
+					   e == EPERM || e == EACCES
+					       ? " (needs the rights of ptrace attach: the "
+						 "process's user, or CAP_SYS_PTRACE)"
+					       : "");
 		return;
 	}
 	unique_fd guard(dup); // closes our copy only: the socket stays open
@@ -187,7 +192,17 @@ int collect_pid(int pid, collection *out, std::string *why)
 	std::unordered_map<uint32_t, int> fds;
 	int ret = socket_fds(pid, &fds);
 	if (ret < 0) {
-		*why = fmt::format("/proc/{}/fd: {}", pid, std::strerror(-ret));
+		// Which sockets are the process's is known from its descriptor
+		// table alone: unreadable, nothing can be listed (the lock bits
+		// of a process whose table is readable but whose sockets cannot
+		// be taken show as unknown instead).
+		*why = fmt::format("/proc/{}/fd: {}{}", pid, std::strerror(-ret),
+				   ret == -EACCES || ret == -EPERM
+				       ? fmt::format(": process {}'s sockets cannot be told apart "
+						     "without the rights of ptrace attach on it "
+						     "(its user, or CAP_SYS_PTRACE: try as root)",
+						     pid)
+				       : "");
 		return ret;
 	}
 	ret = enter_netns(pid, why);

@@ -29,6 +29,9 @@ struct shown_socket {
 	// The floors the process published (impl/internal/floor_registry.h), 0: none.
 	int floor_snd = 0, floor_rcv = 0;
 	uint32_t floor_by = 0; // registry::source bits
+	// A socket systemd passed to the process (socket activation): its
+	// socket unit, and what that unit's file sets on it (show_check.h).
+	std::string systemd_unit, systemd_note;
 };
 
 struct collection {

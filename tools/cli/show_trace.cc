@@ -75,8 +75,9 @@ int watch_tracer::start(trace_mode mode, std::FILE *to)
 			for (const auto &n : rec->status().enabled)
 				what += (what.empty() ? "" : ", ") + n;
 			fmt::print(to, "kernel events: recording {}", what);
-			if (!rec->status().missing.empty())
-				fmt::print(to, " ({} unavailable)", rec->status().missing.size());
+			// Each one not recorded, named with its reason.
+			for (const auto &m : rec->status().missing)
+				fmt::print(to, "; unavailable: {}", m);
 			fmt::print(to, "\n");
 			rec_ = std::move(rec);
 			return 0;

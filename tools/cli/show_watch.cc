@@ -14,6 +14,7 @@
 #include <ctime>
 #include <map>
 #include <poll.h>
+#include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -99,12 +100,26 @@ int watch(int pid, int interval_ms, long count, int trace)
 	const int64_t t0 = now_ms();
 	std::map<key, tracked> state;
 	bool any_below = false;
+	struct counts {
+		size_t sockets = 0;
+		int with_floor = 0, below = 0;
+		bool operator==(const counts &o) const
+		{
+			return sockets == o.sockets && with_floor == o.with_floor &&
+			       below == o.below;
+		}
+	} last;
+	struct {
+		long samples = 0;
+		size_t drops = 0, back = 0, closed = 0;
+	} sum;
+	std::string end_why = count ? "count reached" : "";
 	for (long n = 0; count == 0 || n < count; n++) {
 		if (n > 0) {
 			// Wait one interval, or less if the process exits.
 			struct pollfd p = {pidfd, POLLIN, 0};
 			if (pidfd >= 0 && poll(&p, 1, interval_ms) > 0) {
-				fmt::print("process {} exited\n", pid);
+				end_why = fmt::format("process {} exited", pid);
 				break;
 			}
 			if (pidfd < 0)
@@ -119,7 +134,7 @@ int watch(int pid, int interval_ms, long count, int trace)
 					close(pidfd);
 				return 1;
 			}
-			fmt::print("process {} gone: {}\n", pid, why);
+			end_why = fmt::format("process {} gone: {}", pid, why);
 			break;
 		}
 		const int64_t t = now_ms() - t0;
@@ -164,8 +179,6 @@ int watch(int pid, int interval_ms, long count, int trace)
 			}
 		}
 		any_below = any_below || below > 0;
-		fmt::print("[+{}.{:03}s] pid {}: {} sockets, {} with a floor, {} below\n", t / 1000,
-			   t % 1000, pid, c.sockets.size(), with_floor, below);
 		for (auto it = state.begin(); it != state.end();) {
 			if (it->second.seen) {
 				++it;
@@ -177,6 +190,19 @@ int watch(int pid, int interval_ms, long count, int trace)
 						 it->second.first_below_ms, t, true});
 			it = state.erase(it);
 		}
+		sum.samples++;
+		sum.drops += drops.size();
+		for (const auto &b : backs)
+			(b.closed ? sum.closed : sum.back)++;
+		// Only what changed: the first sample, a count that moved, a drop
+		// or a return; the sockets below their floor then.
+		const counts now{c.sockets.size(), with_floor, below};
+		if (n > 0 && now == last && drops.empty() && backs.empty())
+			continue;
+		last = now;
+		fmt::print("[+{}.{:03}s] pid {}: {} socket{}, {} with a floor, {} below\n",
+			   t / 1000, t % 1000, pid, now.sockets, now.sockets == 1 ? "" : "s",
+			   with_floor, below);
 		for (const auto &b : backs)
 			report_recovery(b, stdout);
 		for (const auto &d : drops) {
@@ -187,12 +213,26 @@ int watch(int pid, int interval_ms, long count, int trace)
 				       (t0 + d.seen_ms) * ms_ns, stdout);
 		}
 		for (const auto &s : c.sockets)
-			if (s.floor_snd > 0 || s.floor_rcv > 0)
+			if (below_floor(s))
 				print_socket(s, state, t);
 		std::fflush(stdout);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	const int64_t t = now_ms() - t0;
+	size_t still = 0;
+	for (const auto &[k, tr] : state)
+		still += tr.below;
+	// Two lines: each fits 80 columns.
+	fmt::print("watch ended ({}): {} sample{} in {}.{:03} s\n"
+		   "  {} drop{} below a floor, {} back, {} closed while below, {} below now\n",
+		   end_why, sum.samples, sum.samples == 1 ? "" : "s", t / 1000, t % 1000, sum.drops,
+		   sum.drops == 1 ? "" : "s", sum.back, sum.closed, still);
+	for (const auto &[k, tr] : state)
+		if (tr.below)
+			fmt::print("  still BELOW: fd {} {} for {} ms ({} sample{})\n", tr.fd,
+				   dir_name(k.second), t - tr.first_below_ms, tr.samples_below,
+				   tr.samples_below == 1 ? "" : "s");
 	return any_below ? 3 : 0;
 }
 

@@ -234,4 +234,9 @@ int serving_pidfd(serving *out)
 	return pidfd; // pidfd_open sets O_CLOEXEC itself
 }
 
+int open_run_dir(uid_t owner)
+{
+	return open_dir(dir(), owner);
+}
+
 } // namespace sockbuf::presence

@@ -71,6 +71,7 @@ floor_guard::~floor_guard()
 	const int served = served_fd_.exchange(-1);
 	if (served >= 0)
 		::close(served);
+	close_progress();
 	for (size_t i = 0; i < entries_.size(); i++)
 		if (!entries_.at(i).removed.load(std::memory_order_relaxed))
 			registry::withdraw(entries_.at(i).inode, registry::by_guard);

@@ -41,6 +41,7 @@
 
 #include "bpf_pass.h"
 #include "buffer.h"
+#include "daemon_progress.h"
 #include "diag.h"
 #include "guard_entries.h"
 #include "guard_events.h"
@@ -183,6 +184,15 @@ private:
 	// (served, no safety-net pass due).
 	bool handover_step(int64_t now);
 	bool handover_wanted() const;
+	// 0 while the daemon behind progress_fd_ makes progress and keeps
+	// every kind of cut within this guard's own bound; else why not
+	// (-ETIMEDOUT, -ERANGE, -EAGAIN, or the -errno of reading its file).
+	int daemon_keeps(int64_t now);
+	// What this guard keeps by itself: how late at most it sees a cut by
+	// memory pressure (0: its event programs see them) and one no event
+	// program sees (setsockopt, SO_BUF_LOCK), in microseconds.
+	progress::bounds own_bounds() const;
+	void close_progress();
 	void stand_down(int pidfd, pid_t daemon, int64_t now);
 	void resume(int why);
 	void reload_events();	  // after the pass that follows resume()
@@ -277,6 +287,14 @@ private:
 	int64_t served_since_ns_ = 0;
 	struct sockbuf_guard_daemon_totals dm_stats_ = {}; // under mu_
 	std::atomic<int> served_fd_{-1};
+	// The daemon's progress file (daemon_progress.h) while it serves, or
+	// while the guard looks at one: its last pass count and bounds, and
+	// when its last pass ended on this guard's clock.
+	int progress_fd_ = -1;
+	uint64_t dm_passes_ = 0;
+	int64_t dm_beat_ns_ = 0;
+	progress::bounds dm_bounds_;
+	uint64_t own_timens_ = 0;
 	bool events_parked_ = false;
 	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
 	// A floor the registry did not take (table full, publication off):

@@ -85,6 +85,7 @@ void floor_guard::after_fork_child()
 	forked_ = true;
 	if (served_fd_.load(std::memory_order_relaxed) >= 0)
 		::close(served_fd_.exchange(-1, std::memory_order_relaxed));
+	close_progress();
 	dm_stats_.pid = 0;
 	dm_stats_.err = -ECHILD;
 	new (&ev_inodes_) std::vector<uint32_t>();
@@ -193,7 +194,8 @@ void floor_guard::drive(unsigned int net_us, unsigned int poll_us, bool events)
 
 // While sockbufd serves (served_wait_fd()), the wait is on its pidfd and
 // the stop eventfd: the guard takes its sockets back the moment the daemon
-// exits, and sleeps until the net's pass otherwise.  Returns 1 when the
+// exits, and otherwise sleeps until its next look at the daemon's
+// progress.  Returns 1 when the
 // daemon's pidfd or a stop woke it, 0 at the deadline.
 int floor_guard::wait_served(int pidfd, int64_t until_ns)
 {
@@ -228,14 +230,11 @@ void floor_guard::run_thread(unsigned int interval_us, bool events)
 		int64_t next = std::max(begin + interval_ns, end + (end - begin));
 		const int served = served_wait_fd();
 		if (served >= 0) {
-			// Nothing to do before the net's pass but notice the
-			// daemon going (its pidfd) or a stop.
-			int64_t due;
-			{
-				std::lock_guard<std::mutex> pass_lock(pass_mu_);
-				due = served_full_ns_;
-			}
-			wait_served(served, std::max(next, due));
+			// Until the next look at the daemon (its progress, at
+			// this guard's own interval: the pass skips the sockets
+			// while it keeps them), the daemon going (its pidfd), or
+			// a stop.
+			wait_served(served, next);
 			continue;
 		}
 		struct timespec deadline;

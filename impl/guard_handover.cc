@@ -1,20 +1,36 @@
 // SPDX-License-Identifier: MIT
 // The guard's hand-over to sockbufd (SOCKBUF_GUARD_NO_DAEMON in sockbuf.h):
-// while a root daemon serves this process's network namespace, and every
+// while a root daemon serves this process's network namespace, every
 // floor of this guard is in the floor registry where the daemon reads it,
-// the guard closes its event programs (one set per host is the daemon's,
-// not one per process on every ACK) and runs a pass only at the safety
-// net's interval; it takes its sockets back as soon as it sees the
-// daemon's pidfd readable (the daemon exited).
+// and the daemon keeps every kind of cut at least as soon as this guard
+// would, the guard closes its event programs (one set per host is the
+// daemon's, not one per process on every ACK) and runs a pass only at the
+// safety net's interval.
+//
+// What the daemon keeps, it says in its progress file (daemon_progress.h):
+// how late it sees a cut by memory pressure (0 with its event programs)
+// and one that no program sees (setsockopt() of SO_SNDBUF or SO_RCVBUF,
+// SO_BUF_LOCK: its full passes' interval).  The guard compares both with
+// its own (own_bounds()): a guard polling every 20 ms never stands down
+// for a daemon that passes once a second, nor a polling guard for a
+// daemon whose events leave setsockopt() cuts to its 60 s net.
+//
+// While served, the guard still wakes at its own interval, for a few
+// microseconds: a poll() of the daemon's pidfd (readable when it exits)
+// and a pread() of the progress file.  It takes its sockets back when the
+// daemon exits, when its last pass is older than twice its loop's period
+// (plus 5 ms) and this guard's interval (stopped with SIGSTOP, hung in a
+// system call, overloaded), or when its bounds no longer cover this
+// guard's: a cut made the moment the daemon stalls is back within about
+// the guard's interval plus that age, not at the safety net's.
 //
 // The window: a floor added while served is the daemon's once it reads the
-// table again (its --reread, 100 ms by default); a daemon that exits is
-// seen at once by the thread driver, within one polling interval by a
-// timerfd driver without events.
+// table again (its --reread, 100 ms by default).
 #include "daemon_presence.h"
 #include "guard.h"
 #include "guard_internal.h"
 
+#include <algorithm>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -44,6 +60,54 @@ bool floor_guard::handover_wanted() const
 	       interval_us_.load(std::memory_order_relaxed) != 0;
 }
 
+progress::bounds floor_guard::own_bounds() const
+{
+	const uint32_t poll = poll_us_.load(std::memory_order_relaxed);
+	// Parked: the programs closed for the daemon load again at a resume.
+	if (events_on() || events_parked_)
+		return {poll, 0, net_interval_us_.load(std::memory_order_relaxed)};
+	return {poll, poll, poll};
+}
+
+// Caller holds pass_mu_.
+int floor_guard::daemon_keeps(int64_t now)
+{
+	progress::reading r;
+	int err = progress::read(progress_fd_, &r);
+	if (err == -EAGAIN)
+		err = progress::read(progress_fd_, &r); // caught mid-rewrite
+	if (err == 0) {
+		// The daemon's clock where it is this guard's; else the moment
+		// this guard saw its count move.
+		if (r.timens == own_timens_)
+			dm_beat_ns_ = int64_t(r.beat_ns);
+		else if (r.passes != dm_passes_)
+			dm_beat_ns_ = now;
+		dm_passes_ = r.passes;
+		dm_bounds_ = r.b;
+	} else if (err != -EAGAIN || dm_beat_ns_ == 0) {
+		return err;
+	}
+	const progress::bounds own = own_bounds();
+	if (dm_bounds_.mem_us > own.mem_us || dm_bounds_.set_us > own.set_us)
+		return -ERANGE;
+	const int64_t stale = std::max<int64_t>(
+	    2 * int64_t(dm_bounds_.period_us) * 1000 + 5'000'000, int64_t(own.period_us) * 1000);
+	if (now - dm_beat_ns_ > stale)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+void floor_guard::close_progress()
+{
+	if (progress_fd_ >= 0)
+		::close(progress_fd_);
+	progress_fd_ = -1;
+	dm_passes_ = 0;
+	dm_beat_ns_ = 0;
+	dm_bounds_ = {};
+}
+
 bool floor_guard::handover_step(int64_t now)
 {
 	const int served = served_fd_.load(std::memory_order_relaxed);
@@ -53,8 +117,15 @@ bool floor_guard::handover_step(int64_t now)
 		// (EINTR, ENOMEM) says nothing about it.
 		const bool exited =
 		    ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
-		if (exited || !handover_wanted()) {
-			resume(exited ? -ENOENT : (publish_failed_ ? -ENOSPC : -ESRCH));
+		int why = 0;
+		if (exited)
+			why = -ENOENT;
+		else if (!handover_wanted())
+			why = publish_failed_ ? -ENOSPC : -ESRCH;
+		else
+			why = daemon_keeps(now); // stalled, or no longer as tight
+		if (why) {
+			resume(why);
 			return false;
 		}
 		if (now < served_full_ns_)
@@ -76,7 +147,20 @@ bool floor_guard::handover_step(int64_t now)
 	else if (interval_us_.load(std::memory_order_relaxed) == 0)
 		why = -ESRCH;
 	presence::serving daemon;
-	const int pidfd = why ? why : presence::serving_pidfd(&daemon);
+	int pidfd = why ? why : presence::serving_pidfd(&daemon);
+	if (pidfd >= 0) {
+		// Only for a daemon that proves progress and keeps every kind
+		// of cut within this guard's bound.
+		close_progress();
+		own_timens_ = progress::own_timens();
+		progress_fd_ = progress::open_file();
+		const int err = progress_fd_ < 0 ? progress_fd_ : daemon_keeps(now);
+		if (err) {
+			close_progress();
+			::close(pidfd);
+			pidfd = err;
+		}
+	}
 	if (pidfd < 0) {
 		std::lock_guard<std::mutex> lock(mu_);
 		dm_stats_.err = pidfd;
@@ -107,6 +191,13 @@ void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
 		ev.data.fd = pidfd;
 		(void)epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, pidfd, &ev);
 	}
+	if (events_parked_ && timer_fd_ >= 0 && timer_owner_ == getpid()) {
+		// The caller's timer, set for the safety net, now wakes the
+		// guard at its own interval: each tick looks at the daemon.
+		const int64_t poll = int64_t(poll_us_.load(std::memory_order_relaxed)) * 1000;
+		const struct itimerspec its = {timespec_of_ns(poll), timespec_of_ns(poll)};
+		(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
+	}
 	served_full_ns_ = now + int64_t(net_interval_us_.load(std::memory_order_relaxed)) * 1000;
 	served_since_ns_ = now;
 	dm_stats_.err = 0;
@@ -126,6 +217,7 @@ void floor_guard::resume(int why)
 	const int pidfd = served_fd_.exchange(-1, std::memory_order_acq_rel);
 	if (pidfd >= 0)
 		::close(pidfd); // leaves the caller's epoll set with it
+	close_progress();
 	dm_stats_.pid = 0;
 	dm_stats_.err = why;
 	dm_stats_.resumes++;
@@ -168,8 +260,14 @@ void floor_guard::reload_events()
 		struct epoll_event ev = {};
 		ev.events = EPOLLIN;
 		ev.data.fd = ev_.fd();
-		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0)
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ev.data.fd, &ev) == 0) {
+			// The timer back to the safety net's period.
+			const int64_t net =
+			    int64_t(net_interval_us_.load(std::memory_order_relaxed)) * 1000;
+			const struct itimerspec its = {timespec_of_ns(net), timespec_of_ns(net)};
+			(void)timerfd_settime(timer_fd_, 0, &its, nullptr);
 			return;
+		}
 	}
 	// The programs would not load again: the caller's timer, set for the
 	// safety net, now drives polling.

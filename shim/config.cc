@@ -170,6 +170,9 @@ private:
 		if (key == "guard_bpf")
 			return set_choice(value, "on", "off", &cfg_->guard_bpf,
 					  "guard_bpf must be on or off");
+		if (key == "guard_daemon")
+			return set_choice(value, "on", "off", &cfg_->guard_daemon,
+					  "guard_daemon must be on or off");
 		if (key.substr(0, 5) == "port=")
 			return set_port(key.substr(5), value);
 		size_t dot = key.find('.');

@@ -54,6 +54,9 @@ struct config {
 	int guard_ms = 0;	  // floor guard thread's interval (0: none)
 	bool guard_events = true; // the guard wakes on the kernel's cuts where it can
 	bool guard_bpf = false;	  // the guard's passes as one BPF iterator
+	// The guard stands down for sockbufd where the daemon keeps every
+	// kind of cut within the guard's interval (off: it never does).
+	bool guard_daemon = true;
 	log_target log = log_target::none;
 	int log_fd = -1;
 	int log_rate = 10; // lines per second at most

@@ -6,6 +6,7 @@
 
 #include <sockbuf/sockbuf.h>
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -110,6 +111,12 @@ void say_handover(int guard, uint32_t *handovers, uint32_t *resumes)
 		l.s("floor guard: sockbufd (pid ")
 		    .i(d.pid)
 		    .s(") serves these floors; own passes at the safety net's interval");
+	else if (d.err == -ETIMEDOUT)
+		l.s("floor guard: sockbufd made no progress (stopped, hung or overloaded), "
+		    "the guard serves these floors again");
+	else if (d.err == -ERANGE)
+		l.s("floor guard: sockbufd keeps these floors less tightly than this guard, "
+		    "the guard serves them again");
 	else
 		l.s("floor guard: sockbufd gone, the guard serves these floors again");
 	l.emit();

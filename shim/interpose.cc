@@ -114,7 +114,8 @@ void load()
 		say("sockbuf-shim: cannot register the fork handler; forked children will not "
 		    "publish inherited floors\n");
 	const unsigned int guard_flags = (st.cfg.guard_events ? SOCKBUF_GUARD_EVENTS : 0u) |
-					 (st.cfg.guard_bpf ? SOCKBUF_GUARD_BPF : 0u);
+					 (st.cfg.guard_bpf ? SOCKBUF_GUARD_BPF : 0u) |
+					 (st.cfg.guard_daemon ? 0u : SOCKBUF_GUARD_NO_DAEMON);
 	if (st.active && st.cfg.guard_ms > 0 && !start_floor_guard(st.cfg.guard_ms, guard_flags))
 		say("sockbuf-shim: cannot start the floor guard thread; going on without it\n");
 	errno = saved_errno;

@@ -582,17 +582,22 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 /* Never hand this guard's sockets over to sockbufd(8).  By default a guard
  * driven by sockbuf_guard_start() or sockbuf_guard_timerfd() whose floors
  * are all published finds a root sockbufd serving its network namespace
- * (at its first pass, then at most once a second) and stands down: its
- * event programs are closed and a pass runs only at the safety net's
- * interval (sockbuf_guard_set_net_interval()); the other passes look only
- * at whether the daemon is still there (a poll() of its pidfd).  When the
- * daemon exits the guard takes its sockets back at the next pass: at once
- * with sockbuf_guard_start() (its thread waits on the daemon's pidfd), and
- * with sockbuf_guard_timerfd() within one polling interval, or at once
- * with events on (the pidfd is in the returned epoll set).  While served,
- * the bound on a dip is the daemon's (sockbufd(8)), not the guard's own
- * interval: a guard that needs its own keeps this flag.
- * sockbuf_guard_daemon_stats() says which serves. */
+ * (at its first pass, then at most once a second) and stands down, but
+ * only for a daemon that keeps every kind of cut at least as soon as the
+ * guard itself: the daemon's progress file says how late it sees a cut by
+ * memory pressure (0 with its event programs) and one no program sees
+ * (setsockopt() of SO_SNDBUF or SO_RCVBUF, SO_BUF_LOCK: its full passes'
+ * interval), and neither may exceed the guard's own (the polling interval
+ * given; with events, 0 and the safety net's).  Standing down, its event
+ * programs are closed and a full pass runs only at the safety net's
+ * interval; at its own interval the guard still looks, for microseconds,
+ * at the daemon's pidfd and progress.  It takes its sockets back, and the
+ * same pass restores what is below, when the daemon exits, when the
+ * daemon's last pass is older than twice its loop's period plus 5 ms and
+ * the guard's interval (stopped, hung, overloaded), or when its bounds no
+ * longer cover the guard's: a cut is then back within about twice the
+ * guard's interval, never at the safety net's.
+ * sockbuf_guard_daemon_stats() says which serves, and why not. */
 #define SOCKBUF_GUARD_NO_DAEMON (1u << 7)
 /* The safety net's default interval (sockbuf_guard_set_net_interval()), in
  * microseconds: the net is left with the cuts nothing watches (why this
@@ -1026,10 +1031,16 @@ SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_
  *             a forked child's copy of a guard, -ESRCH no driver (neither
  *             sockbuf_guard_start() nor sockbuf_guard_timerfd(); also after
  *             sockbuf_guard_stop()), -ENOSYS no pidfd_open() (before Linux
- *             5.3), or another -errno of reading the file or pidfd_open().
+ *             5.3), -ERANGE the daemon keeps some kind of cut less tightly
+ *             than this guard would (a slower --interval, or events that
+ *             leave setsockopt() cuts to its safety net), -ETIMEDOUT it made
+ *             no progress (stopped, hung, overloaded), -EAGAIN its progress
+ *             file was caught mid-rewrite, or another -errno of reading the
+ *             files or pidfd_open().
  * @handovers: times the guard stood down for a daemon.
- * @resumes:   times it took its sockets back (the daemon exited, or a floor
- *             it added could not be published).
+ * @resumes:   times it took its sockets back (the daemon exited, stalled or
+ *             no longer keeps the guard's bound, or a floor it added could
+ *             not be published).
  * @served_ns: time served by a daemon so far, the current stretch included.
  */
 struct sockbuf_guard_daemon_totals {

@@ -83,4 +83,10 @@ bool serves(pid_t pid);
 // names, not a process that took its number.  @out: what the file said.
 int serving_pidfd(serving *out);
 
+// The run directory held (O_PATH, O_CLOEXEC) if it is a directory, not a
+// symbolic link, owned by @owner and writable by no one else: for other
+// files of the daemon's there (daemon_progress.h), opened relative to
+// it.  A descriptor, or -EPERM, -ENOENT, -errno.
+int open_run_dir(uid_t owner);
+
 } // namespace sockbuf::presence

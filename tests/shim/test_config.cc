@@ -73,6 +73,25 @@ TEST(ShimConfig, GuardSourcesBadValueNamed)
 	EXPECT_NE(p.err.find("guard_bpf must be on or off"), std::string::npos) << p.err;
 }
 
+// The hand-over to sockbufd: allowed by default, declined with off (the
+// guard gets SOCKBUF_GUARD_NO_DAEMON); a bad value named.
+TEST(ShimConfig, GuardDaemon)
+{
+	auto p = parse_text("guard:10");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_TRUE(p.cfg.guard_daemon) << "the guard may stand down by default";
+	p = parse_text("guard:10,guard_daemon:off");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_FALSE(p.cfg.guard_daemon);
+	p = parse_text("guard_daemon:off,guard_daemon:on");
+	ASSERT_TRUE(p.ok) << p.err;
+	EXPECT_TRUE(p.cfg.guard_daemon) << "later items win";
+	p = parse_text("guard:10,guard_daemon:no");
+	EXPECT_FALSE(p.ok);
+	EXPECT_NE(p.err.find("item 2 'guard_daemon:no'"), std::string::npos) << p.err;
+	EXPECT_NE(p.err.find("guard_daemon must be on or off"), std::string::npos) << p.err;
+}
+
 TEST(ShimConfig, TheIssueExample)
 {
 	auto p = parse_text("policy:initial,default_rcv:256K,listener.rcv:1M,port=2049:lock");

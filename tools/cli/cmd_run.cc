@@ -44,6 +44,7 @@ int run_usage(std::FILE *to, int status)
 		   "usage: sockbuf run [--policy passthrough|initial|lock] [--config STRING]\n"
 		   "                   [--log stderr|fd=N|/path] [--floor-guard MS] [--reserve]\n"
 		   "                   [--guard-events on|off] [--guard-bpf on|off]\n"
+		   "                   [--guard-daemon on|off]\n"
 		   "                   [--via auto|seccomp|preload] [-q|--quiet] [--shim PATH]\n"
 		   "                   [--] CMD [ARGS...]\n"
 		   "\n"
@@ -68,10 +69,14 @@ int run_usage(std::FILE *to, int status)
 		   "restore it, after checking it is still the same socket (seccomp).\n"
 		   "--guard-events on|off (preload, default on) the thread wakes on the\n"
 		   "kernel's cuts (BPF on the functions that cut; root or CAP_BPF and\n"
-		   "CAP_PERFMON) with passes every second as a safety net, where the\n"
-		   "programs load; elsewhere it polls every MS ms.  --guard-bpf on|off\n"
-		   "(preload, default off) makes each pass one BPF iterator.  The line\n"
-		   "that says the way also says what the guard gets, and why.\n"
+		   "CAP_PERFMON) with full passes every 60 s as a safety net for the cuts\n"
+		   "no program sees (setsockopt), where the programs load; elsewhere it\n"
+		   "polls every MS ms.  --guard-bpf on|off (preload, default off) makes\n"
+		   "each pass one BPF iterator.  --guard-daemon on|off (preload, default\n"
+		   "on) off: the thread never stands down for sockbufd; on, it does only\n"
+		   "while the daemon makes progress and keeps every kind of cut at least\n"
+		   "as soon as the thread would (sockbufd(8)).  The line that says the\n"
+		   "way also says what the guard gets, and why.\n"
 		   "--reserve (preload) reserves each connecting and accepted socket's\n"
 		   "floor with SO_RESERVE_MEM where the memory cgroup allows it ('sockbuf\n"
 		   "probe').\n"
@@ -202,12 +207,14 @@ std::string guard_source_text(const shim::config &cfg)
 	if (!cfg.guard_events) {
 		out += fmt::format("events off, polling every {} ms", cfg.guard_ms);
 	} else if (const guard_events ev = probe_guard_events(); ev.err == 0) {
-		out += fmt::format("events on (fexit on {}), safety-net passes every 1000 ms",
-				   ev.attached);
+		out += fmt::format("events on (fexit on {}), safety-net passes every {} ms",
+				   ev.attached, SOCKBUF_GUARD_NET_DEFAULT_US / 1000);
 	} else {
 		out += fmt::format("events refused: {}, polling every {} ms", errno_name(ev.err),
 				   cfg.guard_ms);
 	}
+	if (!cfg.guard_daemon)
+		out += "; never stands down for sockbufd";
 	if (cfg.guard_bpf) {
 		const int err = probe_guard_bpf();
 		out += err == 0 ? "; passes by BPF iterator"
@@ -223,7 +230,7 @@ int cmd_run(int argc, char **argv)
 {
 	const char *policy = nullptr, *extra = nullptr, *log = nullptr, *shim = nullptr,
 		   *guard = nullptr, *via_arg = nullptr, *guard_events = nullptr,
-		   *guard_bpf = nullptr;
+		   *guard_bpf = nullptr, *guard_daemon = nullptr;
 	bool reserve = false, quiet = false;
 	int i = 1;
 	for (; i < argc; i++) {
@@ -250,6 +257,7 @@ int cmd_run(int argc, char **argv)
 				    : !std::strcmp(a, "--via")		? &via_arg
 				    : !std::strcmp(a, "--guard-events") ? &guard_events
 				    : !std::strcmp(a, "--guard-bpf")	? &guard_bpf
+				    : !std::strcmp(a, "--guard-daemon") ? &guard_daemon
 									: nullptr;
 		if (!slot) {
 			if (a[0] == '-')
@@ -304,7 +312,8 @@ int cmd_run(int argc, char **argv)
 		config += fmt::format(",guard:{}", guard);
 	for (const auto &[opt, val, key] :
 	     {std::tuple{"--guard-events", guard_events, "guard_events"},
-	      std::tuple{"--guard-bpf", guard_bpf, "guard_bpf"}}) {
+	      std::tuple{"--guard-bpf", guard_bpf, "guard_bpf"},
+	      std::tuple{"--guard-daemon", guard_daemon, "guard_daemon"}}) {
 		if (!val)
 			continue;
 		if (std::strcmp(val, "on") != 0 && std::strcmp(val, "off") != 0)

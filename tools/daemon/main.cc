@@ -4,6 +4,7 @@
 // expects (READY=1 once the first pass is done, STOPPING=1 at the end);
 // SIGTERM or SIGINT end it (exit 0), SIGHUP reads every table again.
 #include "daemon_presence.h"
+#include "daemon_progress.h"
 #include "host.h"
 #include "metrics.h"
 #include "options.h"
@@ -47,6 +48,23 @@ int signal_fd()
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+// The progress file guards read (daemon_progress.h): the bounds this
+// daemon keeps, and a beat after every iteration of the serving loop.
+void open_progress(sockbuf::progress::writer *beats, const sockbuf::daemon::options &opt,
+		   const sockbuf::daemon::host &h)
+{
+	const uint32_t pass_us = opt.interval_ms * 1000;
+	const bool events = h.events_err() == 0;
+	// With events, what no program sees (setsockopt, SO_BUF_LOCK) waits
+	// for the full passes of the safety net.
+	const sockbuf::progress::bounds b = {pass_us, events ? 0 : pass_us,
+					     events ? opt.net_ms * 1000 : pass_us};
+	if (int err = beats->open(b))
+		fmt::print(stderr, "sockbufd: {}/{}: {}; no guard stands down for this daemon\n",
+			   sockbuf::presence::dir(), sockbuf::progress::file_name,
+			   std::strerror(-err));
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -86,6 +104,8 @@ int main(int argc, char **argv)
 
 	host h(opt, m);
 	h.tick(monotonic_ms());
+	sockbuf::progress::writer beats;
+	open_progress(&beats, opt, h);
 	// `sockbuf show` tells the sockets this daemon serves by this file.
 	if (int err = sockbuf::presence::announce())
 		fmt::print(stderr,
@@ -113,6 +133,7 @@ int main(int argc, char **argv)
 	uint64_t next_file = monotonic_ms() + 1000;
 	int metrics_err = 0;
 	for (;;) {
+		beats.beat(); // the last iteration is done
 		const uint64_t now = monotonic_ms();
 		const int wait = next_pass > now ? int(next_pass - now) : 0;
 		// -1 entries are skipped by poll(): no inotify, no events.

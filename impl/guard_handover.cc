@@ -27,6 +27,7 @@
 // The window: a floor added while served is the daemon's once it reads the
 // table again (its --reread, 100 ms by default).
 #include "daemon_presence.h"
+#include "floor_registry.h"
 #include "guard.h"
 #include "guard_internal.h"
 
@@ -137,6 +138,11 @@ bool floor_guard::handover_step(int64_t now)
 	if (now < handover_check_ns_)
 		return false;
 	handover_check_ns_ = now + handover_check_ns;
+	{
+		// What `sockbuf show` says keeps this process's floors.
+		const progress::bounds own = own_bounds();
+		registry::publish_guard(own.mem_us, own.set_us, 0);
+	}
 	int why = 0;
 	if (flags_ & SOCKBUF_GUARD_NO_DAEMON)
 		why = -EPERM;
@@ -203,6 +209,8 @@ void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
 	dm_stats_.err = 0;
 	dm_stats_.handovers++;
 	dm_stats_.pid = daemon;
+	const progress::bounds own = own_bounds();
+	registry::publish_guard(own.mem_us, own.set_us, daemon);
 	served_fd_.store(pidfd, std::memory_order_release);
 }
 
@@ -221,6 +229,8 @@ void floor_guard::resume(int why)
 	dm_stats_.pid = 0;
 	dm_stats_.err = why;
 	dm_stats_.resumes++;
+	const progress::bounds own = own_bounds();
+	registry::publish_guard(own.mem_us, own.set_us, 0);
 	dm_stats_.served_ns += uint64_t(now_ns() - served_since_ns_);
 	handover_check_ns_ = now_ns() + handover_check_ns;
 	// A thread waiting on the daemon's pidfd (another thread resumed):

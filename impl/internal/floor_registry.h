@@ -60,7 +60,14 @@ struct file_header {
 	// many tables (sockbufd) reads them again only when it moved.  Zero
 	// in files of writers before 0.4, which never bump it.
 	std::atomic<uint32_t> changes;
-	uint8_t reserved1[12];
+	// The process's floor guard, as it last said (publish_guard()), for
+	// `sockbuf show`: how late at most it sees a cut by memory pressure
+	// and one no event program sees, in microseconds (guard_set_us 0: no
+	// guard said), and the sockbufd it stood down for (0: none).  Zero
+	// in files of writers before 0.6.
+	std::atomic<uint32_t> guard_mem_us;
+	std::atomic<uint32_t> guard_set_us;
+	std::atomic<int32_t> guard_served_by;
 };
 static_assert(sizeof(file_header) == 64);
 
@@ -87,6 +94,9 @@ int publish(uint64_t inode, int snd, int rcv, source who);
 void withdraw(uint64_t inode, source who);
 // Removes this process's file and ends publication (done at exit).
 void close_own();
+// What this process's floor guard keeps (file_header::guard_*), in its
+// table if it has one: the last guard to say wins.  @set_us 0: no guard.
+void publish_guard(uint32_t mem_us, uint32_t set_us, int served_by);
 
 // A table that another process publishes for process @pid: `sockbuf run
 // --via seccomp` and `sockbuf fix --guard` set floors on sockets they

@@ -12,11 +12,13 @@ loop that yields the CPU between samples (checked to be above 1 kHz),
 never the guard's own word.
 
   slow      --floor-guard 20 against sockbufd --interval 1000: the guard
-            never stands down (the shim never says the daemon serves), and
+            never stands down (the shim never says the daemon serves;
+            `sockbuf show` says held by the guard, within 20 ms), and
             five cuts are back within 20 ms + 60 ms of scheduling slack
             (0.5.1 stood down: 137-561 ms).
   stopped   --floor-guard 100 served by sockbufd --interval 10: stood
-            down; the daemon stopped with SIGSTOP, three cuts are back
+            down (`sockbuf show` says held by the daemon, within its
+            10 ms); the daemon stopped with SIGSTOP, three cuts are back
             within the guard's interval + the daemon's staleness + slack
             (400 ms; 0.5.1 waited for its 60 s net), the shim says the
             daemon made no progress; after SIGCONT the guard stands down
@@ -93,6 +95,14 @@ class Served:
 STOOD_DOWN = ") serves these floors"
 
 
+def held(args, srv):
+    """`sockbuf show --json`'s held for the served connection: (by,
+    pressure_us, setsockopt_us), or None."""
+    j = rp.show(args.sockbuf, srv.srv.pid) or {}
+    h = next((x.get("held") for x in j.get("sockets", []) if x["fd"] == srv.conn[0]), None)
+    return h and (h.get("by"), h.get("pressure_us"), h.get("setsockopt_us"))
+
+
 def slow_daemon(ns, args, tmp, env):
     daemon = Daemon(ns.srv, args.sockbufd, tmp, "slow",
                     args=("--interval", "1000", "--events", "off"), env=env, prom="slow.prom")
@@ -117,6 +127,8 @@ def slow_daemon(ns, args, tmp, env):
         rp.check(min(rates) >= 1000, f"slow: the sampler ran at >= 1 kHz ({min(rates):.0f} Hz)")
         stood = srv.said(STOOD_DOWN)
         rp.check(stood == 0, f"slow: the guard never stood down ({stood} times)")
+        h = held(args, srv)
+        rp.check(h == ("guard", 20000, 20000), f"slow: sockbuf show: held {h}")
     finally:
         srv.stop()
         daemon.end(signal.SIGTERM)
@@ -133,6 +145,8 @@ def stopped_daemon(ns, args, tmp, env):
         s = srv.conn[1]
         handed = until(lambda: srv.said(STOOD_DOWN), 5)
         rp.check(handed == 1, f"stopped: the guard stood down for the daemon ({handed})")
+        h = held(args, srv)
+        rp.check(h == ("daemon", 10000, 10000), f"stopped: sockbuf show: held {h}")
         os.kill(daemon.proc.pid, signal.SIGSTOP)
         stopped = True
         took = []
@@ -227,6 +241,7 @@ def body(ns, args, tmp):
     os.mkdir(run_dir, 0o755)
     os.chmod(tmp, 0o755)
     env = dict(os.environ, SOCKBUF_DAEMON_DIR=run_dir)
+    os.environ["SOCKBUF_DAEMON_DIR"] = run_dir  # `sockbuf show` too
     slow_daemon(ns, args, tmp, env)
     stopped_daemon(ns, args, tmp, env)
     setsockopt_cut(ns, args, tmp, env, False)

@@ -13,17 +13,20 @@
 #include "text_wrap.h"
 
 #include "daemon_presence.h"
+#include "daemon_progress.h"
 #include "floor_read.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <netinet/tcp.h>
 #include <string_view>
+#include <unistd.h>
 
 namespace sockbuf::cli
 {
@@ -85,21 +88,92 @@ nlohmann::ordered_json lock_json(const shown_socket &s)
 	return {{"snd", (s.lock & 1) != 0}, {"rcv", (s.lock & 2) != 0}};
 }
 
-// Who keeps the socket's floor now: sockbufd (which serves every floor
-// published in its network namespace; a process's own guard hands over
-// to it), the process's own guard, or nobody (a floor published with
-// neither, or no floor).
-const char *served_by(const shown_socket &s)
+// Who keeps a socket's floor now, and how late at most it sees a cut by
+// memory pressure and one by setsockopt (microseconds; 0: at once, by
+// event programs; -1: not said).
+struct held {
+	const char *by = "none";
+	int64_t mem_us = -1, set_us = -1;
+	int daemon = 0; // sockbufd's pid when by is "daemon" and known
+};
+
+// What sockbufd's progress file says it keeps (read once), or nothing.
+const progress::reading *daemon_progress()
 {
+	static bool read = false;
+	static progress::reading r;
+	static bool ok = false;
+	if (!read) {
+		read = true;
+		const int fd = progress::open_file();
+		if (fd >= 0) {
+			int err = progress::read(fd, &r);
+			if (err == -EAGAIN)
+				err = progress::read(fd, &r); // caught mid-rewrite
+			ok = err == 0;
+			::close(fd);
+		}
+	}
+	return ok ? &r : nullptr;
+}
+
+// sockbufd (which serves every floor published in its network namespace;
+// a process's own guard stands down for it only where it keeps the
+// guard's bound), the process's own guard (its bound as it said in its
+// table; a library before 0.6 says none), or nobody (a floor published
+// with neither, or no floor).
+held held_of(const shown_socket &s)
+{
+	held h;
 	if (s.floor_snd <= 0 && s.floor_rcv <= 0)
-		return "none";
+		return h;
 	static std::map<int, bool> daemon_for;
 	auto it = daemon_for.find(s.pid);
 	if (it == daemon_for.end())
 		it = daemon_for.emplace(s.pid, sockbuf::presence::serves(s.pid)).first;
-	if (it->second)
-		return "daemon";
-	return (s.floor_by & registry::by_guard) ? "guard" : "none";
+	const bool daemon = it->second;
+	const bool guard = s.guard_set_us || (s.floor_by & registry::by_guard);
+	if (daemon && (!s.guard_set_us || s.guard_served_by)) {
+		h.by = "daemon";
+		h.daemon = s.guard_served_by;
+		if (const progress::reading *r = daemon_progress()) {
+			h.mem_us = r->b.mem_us;
+			h.set_us = r->b.set_us;
+		}
+	} else if (guard) {
+		h.by = "guard";
+		if (s.guard_set_us) {
+			h.mem_us = s.guard_mem_us;
+			h.set_us = s.guard_set_us;
+		}
+	}
+	return h;
+}
+
+const char *served_by(const shown_socket &s)
+{
+	return held_of(s).by;
+}
+
+// "within 20 ms", "at once" (event programs), "within ? ms".
+std::string within(int64_t us)
+{
+	if (us < 0)
+		return "within a bound not said";
+	if (us == 0)
+		return "at once";
+	return fmt::format("within {:g} ms", double(us) / 1000.0);
+}
+
+std::string held_text(const held &h)
+{
+	std::string who = std::string_view(h.by) == "daemon"
+			      ? (h.daemon ? fmt::format("sockbufd (pid {})", h.daemon) : "sockbufd")
+			      : "the process's guard";
+	if (h.mem_us == h.set_us)
+		return fmt::format("held by {}: cuts back {}", who, within(h.mem_us));
+	return fmt::format("held by {}: cuts by memory pressure back {}, by setsockopt {}", who,
+			   within(h.mem_us), within(h.set_us));
 }
 
 nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits &limits)
@@ -145,6 +219,14 @@ nlohmann::ordered_json socket_json(const shown_socket &s, const show::net_limits
 		j["systemd_unit"] = s.systemd_unit;
 	if (!s.systemd_note.empty())
 		d.lines.push_back(s.systemd_note);
+	if (s.floor_snd > 0 || s.floor_rcv > 0) {
+		const held h = held_of(s);
+		const auto us = [](int64_t v) {
+			return v < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(v);
+		};
+		j["held"] = {
+		    {"by", h.by}, {"pressure_us", us(h.mem_us)}, {"setsockopt_us", us(h.set_us)}};
+	}
 	j["problem"] = d.problem;
 	j["diagnosis"] = d.lines;
 	return j;
@@ -226,6 +308,8 @@ void print_text(const collection &c)
 				   s.floor_rcv, show::floor_by_text(s.floor_by),
 				   std::string_view(served_by(s)) == "daemon" ? "; kept by sockbufd"
 									      : "");
+		if (const held h = held_of(s); std::string_view(h.by) != "none")
+			fmt::print("{}", text::wrap(held_text(h), "  ", "    "));
 		for (int dir : {SOCKBUF_SND, SOCKBUF_RCV})
 			if (int depth = show::floor_depth(s, dir))
 				fmt::print("  BELOW FLOOR: {} by {}\n",

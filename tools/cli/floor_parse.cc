@@ -69,6 +69,10 @@ int parse_header(const char *bytes, int pid, uint64_t start_time, const std::str
 	out->publisher = h.publisher;
 	out->dropped = h.dropped.load(std::memory_order_relaxed);
 	out->changes = h.changes.load(std::memory_order_relaxed);
+	// Only for a report: a negative pid is no daemon.
+	out->guard.mem_us = h.guard_mem_us.load(std::memory_order_relaxed);
+	out->guard.set_us = h.guard_set_us.load(std::memory_order_relaxed);
+	out->guard.served_by = std::max(0, int(h.guard_served_by.load(std::memory_order_relaxed)));
 	return 0;
 }
 
@@ -84,6 +88,7 @@ int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
 	t.dropped = hi.dropped;
 	t.publisher = hi.publisher;
 	t.changes = hi.changes;
+	t.guard = hi.guard;
 	for (size_t i = 0; i < slot_count; i++) {
 		plain_slot s = slot_at(a, i);
 		// Seqlock over two copies: only a slot no writer touched between

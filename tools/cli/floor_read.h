@@ -21,8 +21,15 @@ struct entry {
 	uint32_t who = 0;     // enum source bits
 };
 
+// What the process's floor guard says it keeps (file_header::guard_*).
+struct guard_said {
+	uint32_t mem_us = 0, set_us = 0; // set_us 0: no guard said
+	int served_by = 0;		 // the sockbufd it stood down for, 0: none
+};
+
 struct table {
 	std::vector<entry> entries;
+	guard_said guard;
 	uint32_t dropped = 0;
 	int publisher = 0;    // the header's publisher: 0, or the pid writing for the process
 	uint32_t changes = 0; // the header's change count (file_header::changes)
@@ -30,6 +37,7 @@ struct table {
 
 // What the header alone says.
 struct header_info {
+	guard_said guard;
 	int publisher = 0;
 	uint32_t dropped = 0;
 	uint32_t changes = 0;

@@ -164,6 +164,9 @@ void attach_floors(collection *out, int pid)
 		s.floor_snd = it->second->snd;
 		s.floor_rcv = it->second->rcv;
 		s.floor_by = it->second->who;
+		s.guard_mem_us = t.guard.mem_us;
+		s.guard_set_us = t.guard.set_us;
+		s.guard_served_by = t.guard.served_by;
 	}
 }
 

@@ -32,6 +32,12 @@ struct shown_socket {
 	// A socket systemd passed to the process (socket activation): its
 	// socket unit, and what that unit's file sets on it (show_check.h).
 	std::string systemd_unit, systemd_note;
+	// What the process's floor guard said it keeps (its table's header):
+	// how late at most it sees a cut by memory pressure and one by
+	// setsockopt, in microseconds (guard_set_us 0: no guard said), and
+	// the sockbufd it stood down for (0: none).
+	uint32_t guard_mem_us = 0, guard_set_us = 0;
+	int guard_served_by = 0;
 };
 
 struct collection {

@@ -2,13 +2,17 @@
 // The guard's hand-over to sockbufd (SOCKBUF_GUARD_NO_DAEMON in sockbuf.h,
 // impl/guard_handover.cc), against a stand-in daemon: a child process that
 // lives until the test lets it go, named in a presence file of the test's
-// own directory ($SOCKBUF_DAEMON_DIR).  What the real daemon does with the
-// floors is tests/daemon's; here: when the guard stands down, that it
+// own directory ($SOCKBUF_DAEMON_DIR), beating its progress file
+// (daemon_progress.h) every millisecond.  What the real daemon does with
+// the floors is tests/daemon's; here: when the guard stands down, that it
 // stops restoring, that it takes its sockets back when the daemon exits
-// (at once with its own thread) or when it is given a floor the registry
-// cannot take, and which presence files it refuses.
+// (at once with its own thread), stops making progress or is given a
+// floor the registry cannot take, that it never stands down for a daemon
+// that keeps its floors less tightly than it would, and which presence
+// files it refuses.
 #include "child.h"
 #include "daemon_presence.h"
+#include "daemon_progress.h"
 #include "floor_registry.h"
 #include "guard_util.h"
 #include "util.h"
@@ -40,12 +44,19 @@ namespace
 
 using namespace sockbuf::test;
 namespace presence = sockbuf::presence;
+namespace progress = sockbuf::progress;
+
+// What the stand-in says it keeps: every kind of cut within 1 ms (any
+// guard here qualifies), its loop's period 50 ms (a beat is stale after
+// 105 ms: a stand-in beating every millisecond is never taken for
+// stalled on a loaded host).
+constexpr progress::bounds tight = {50'000, 1000, 1000};
 
 // A process that stands for the daemon, and the presence file naming it.
 class fake_daemon
 {
 public:
-	fake_daemon()
+	explicit fake_daemon(const progress::bounds &b = tight)
 	{
 		char tmpl[] = "/tmp/sockbuf-presence-XXXXXX";
 		if (!mkdtemp(tmpl))
@@ -53,15 +64,22 @@ public:
 		dir_ = tmpl;
 		chmod(dir_.c_str(), 0755);
 		setenv("SOCKBUF_DAEMON_DIR", dir_.c_str(), 1);
+		progress::writer beats;
+		if (beats.open(b) != 0)
+			return;
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) != 0)
 			return;
 		pid_ = fork();
 		if (pid_ == 0) {
-			char c;
 			::close(p[1]);
-			ssize_t r = ::read(p[0], &c, 1); // until the parent closes its end
-			_exit(r == 0 ? 0 : 1);
+			// A beat a millisecond until the parent closes its end.
+			for (;;) {
+				struct pollfd w = {p[0], POLLIN, 0};
+				if (::poll(&w, 1, 1) != 0)
+					_exit(0);
+				beats.beat();
+			}
 		}
 		::close(p[0]);
 		release_ = p[1];
@@ -70,6 +88,7 @@ public:
 	{
 		exit();
 		unlink(file().c_str());
+		unlink((dir_ + "/" + progress::file_name).c_str());
 		rmdir(dir_.c_str());
 		unsetenv("SOCKBUF_DAEMON_DIR");
 	}
@@ -107,10 +126,13 @@ public:
 		return std::to_string(pid) + " " + std::to_string(start) + " " +
 		       std::to_string(ns) + " " + shm_field(other_shm) + "\n";
 	}
+	// The stand-in stops (SIGSTOP) or goes on (SIGCONT).
+	void signal(int sig) const { kill(pid_, sig); }
 	// The stand-in exits and is reaped.
 	void exit()
 	{
 		if (release_ >= 0) {
+			kill(pid_, SIGCONT);
 			::close(release_);
 			release_ = -1;
 			int status;
@@ -303,6 +325,65 @@ TEST(GuardHandover, StandsDownWhileServedAndResumesWhenTheDaemonExits)
 	EXPECT_GT(dm.served_ns, 0u);
 }
 
+// A daemon that stops making progress (SIGSTOP: alive, its pidfd not
+// readable) is not trusted with the floors: once its beat is stale (105 ms
+// here) the guard's next look takes its sockets back and restores, not
+// the safety net's pass a minute later.
+TEST(GuardHandover, ResumesWhenTheDaemonStopsMakingProgress)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(0, false);
+	struct sockbuf_guard_daemon_totals dm = {};
+	ASSERT_NO_FATAL_FAILURE(start_served(gs, 10'000, &dm));
+	d.signal(SIGSTOP);
+	push_below(gs.s);
+	const auto t0 = std::chrono::steady_clock::now();
+	EXPECT_TRUE(within(3.0, [&] { return sndbuf(gs.s) >= floor_size; }))
+	    << "the daemon stopped and the guard did not take its socket back within 3 s";
+	const double took =
+	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	EXPECT_LT(took, 0.6) << "the staleness (105 ms) and the guard's 10 ms, plus slack";
+	dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.pid, 0);
+	EXPECT_EQ(dm.err, -ETIMEDOUT);
+	EXPECT_EQ(dm.resumes, 1u);
+	d.signal(SIGCONT);
+	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+}
+
+// A daemon that sees some kind of cut later than the guard would (here a
+// setsockopt() cut within 100 ms, against a guard polling every 1 ms), or
+// that proves no progress at all (no progress file: sockbufd 0.5), does
+// not get the floors: the guard keeps restoring and says why.
+TEST(GuardHandover, NeverStandsDownForALooserDaemon)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	for (const bool file : {true, false}) {
+		SCOPED_TRACE(file ? "bounds looser than the guard's" : "no progress file");
+		fake_daemon d({50'000, 1000, 100'000});
+		ASSERT_TRUE(d.ok());
+		d.announce();
+		if (!file) {
+			ASSERT_EQ(unlink((d.dir() + "/" + progress::file_name).c_str()), 0);
+		}
+		guarded gs(0);
+		ASSERT_TRUE(gs.ok());
+		struct sockbuf_guard_report rep = {};
+		ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+		const struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+		EXPECT_EQ(dm.handovers, 0u);
+		EXPECT_EQ(dm.pid, 0);
+		EXPECT_EQ(dm.err, file ? -ERANGE : -ENOENT);
+		push_below(gs.s);
+		ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+		EXPECT_EQ(rep.restored, 1)
+		    << "the guard stood down for a daemon that does not qualify";
+	}
+}
+
 // While served a timerfd driver's timer still fires and its pass reads
 // it: a poll loop on the fd does not spin.
 TEST(GuardHandover, SkippedPassReadsTheTimer)
@@ -352,8 +433,8 @@ TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 	EXPECT_EQ(daemon_of(gs.g.id).resumes, 1u);
 }
 
-// A served thread sleeps until the net's pass (a minute): stop() still
-// ends it at once (the stop eventfd is in its wait).
+// A served thread waits on the daemon's pidfd and the stop eventfd until
+// its next look at the daemon: stop() still ends it at once.
 TEST(GuardHandover, StopIsPromptWhileServed)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();

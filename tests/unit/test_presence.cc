@@ -3,9 +3,11 @@
 // and directories read_serving() refuses, what announce() writes and where,
 // and that the directory checked is the directory read from or written to
 // even when its path is swapped between the check and the open (the
-// openat() hook of the syscall seam opens that window on purpose).  The
+// openat() hook of the syscall seam opens that window on purpose); and
+// sockbufd's progress file (daemon_progress.h), held to the same rules.  The
 // file and directory must be root's, so these run as root (as in CI).
 #include "daemon_presence.h"
+#include "daemon_progress.h"
 #include "floor_registry.h"
 #include "sys.h"
 
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -365,6 +368,103 @@ TEST_F(Presence, AnnounceWritesInTheDirectoryChecked)
 	const std::string checked = top_ + "/p.checked/run/serving";
 	EXPECT_EQ(slurp(checked), line_of_self());
 	EXPECT_FALSE(exists(checked + ".tmp"));
+}
+
+// sockbufd's progress file (daemon_progress.h): what the writer makes,
+// how a reader takes a line caught mid-rewrite (-EAGAIN: two counts) or
+// not in the format (-EINVAL), and that it is refused where the presence
+// file would be.
+namespace progress = sockbuf::progress;
+
+// The line a reader sees, given as text at offset 0 of a file of its own.
+int read_line(const std::string &path, const std::string &text, progress::reading *r)
+{
+	put(path, text);
+	const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	EXPECT_GE(fd, 0) << path;
+	const int err = progress::read(fd, r);
+	::close(fd);
+	return err;
+}
+
+TEST_F(Presence, ProgressBeatsAndIsRead)
+{
+	SKIP_UNLESS_ROOT();
+	const std::string dir = mkdirs("run");
+	use(dir);
+	progress::writer w;
+	ASSERT_EQ(w.open({100'000, 0, 60'000'000}), 0);
+	const std::string path = dir + "/" + progress::file_name;
+	struct stat st = {};
+	ASSERT_EQ(stat(path.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 07777, 0644u);
+	EXPECT_FALSE(exists(path + ".tmp"));
+	const std::string first = slurp(path);
+	ASSERT_EQ(w.beat(), 0);
+	const std::string second = slurp(path);
+	EXPECT_EQ(first.size(), second.size()) << "a rewrite changed the line's length";
+	const int fd = progress::open_file();
+	ASSERT_GE(fd, 0) << strerror(-fd);
+	progress::reading r;
+	ASSERT_EQ(progress::read(fd, &r), 0) << second;
+	EXPECT_EQ(r.passes, 2u) << "open() beats once, then one beat";
+	EXPECT_EQ(r.b.period_us, 100'000u);
+	EXPECT_EQ(r.b.mem_us, 0u);
+	EXPECT_EQ(r.b.set_us, 60'000'000u);
+	EXPECT_EQ(r.timens, progress::own_timens());
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	const uint64_t now_ns = uint64_t(now.tv_sec) * 1'000'000'000 + uint64_t(now.tv_nsec);
+	EXPECT_LE(r.beat_ns, now_ns);
+	EXPECT_GT(r.beat_ns, now_ns - 10'000'000'000ull) << "the beat is not this clock's";
+	ASSERT_EQ(w.beat(), 0);
+	ASSERT_EQ(progress::read(fd, &r), 0);
+	EXPECT_EQ(r.passes, 3u) << "the descriptor held reads the line rewritten in place";
+	::close(fd);
+}
+
+TEST_F(Presence, ProgressLineTornOrForeign)
+{
+	SKIP_UNLESS_ROOT();
+	const std::string path = mkdirs("lines") + "/p";
+	const std::string good = "sockbufd-progress 1 00000000000000000007 00000000000000001000 "
+				 "0000100000 0000000000 0060000000 00000000000000000000 "
+				 "00000000000000000007\n";
+	progress::reading r;
+	ASSERT_EQ(read_line(path, good, &r), 0);
+	EXPECT_EQ(r.passes, 7u);
+	EXPECT_EQ(r.beat_ns, 1000u);
+	std::string torn = good;
+	torn[torn.size() - 2] = '8'; // the last count from the next rewrite
+	EXPECT_EQ(read_line(path, torn, &r), -EAGAIN);
+	EXPECT_EQ(read_line(path, "", &r), -EAGAIN) << "an empty file: made, not yet written";
+	EXPECT_EQ(read_line(path, good + "x", &r), -EAGAIN) << "more than one line";
+	std::string v2 = good;
+	v2[18] = '2';
+	EXPECT_EQ(read_line(path, v2, &r), -EINVAL) << "another version";
+	EXPECT_EQ(read_line(path, "7 1000 100000 0 60000000 0 7\n", &r), -EINVAL);
+	EXPECT_EQ(read_line(path, good.substr(0, 40), &r), -EINVAL) << "cut short";
+}
+
+TEST_F(Presence, ProgressRefusedWhereThePresenceFileIs)
+{
+	SKIP_UNLESS_ROOT();
+	const std::string dir = mkdirs("run");
+	use(dir);
+	const std::string path = dir + "/" + progress::file_name;
+	EXPECT_EQ(progress::open_file(), -ENOENT);
+	put(path, "x", 0664);
+	EXPECT_EQ(progress::open_file(), -EPERM) << "writable by its group";
+	put(path, "x", 0644);
+	ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+	EXPECT_EQ(progress::open_file(), -EPERM) << "not root's";
+	unlink(path.c_str());
+	ASSERT_EQ(symlink("/etc/hostname", path.c_str()), 0);
+	EXPECT_EQ(progress::open_file(), -EPERM) << "a symbolic link";
+	unlink(path.c_str());
+	ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+	put(path, "x", 0644);
+	EXPECT_EQ(progress::open_file(), -EPERM) << "in a directory anyone may write";
 }
 
 } // namespace

@@ -376,6 +376,12 @@ int socket_owners(std::unordered_map<uint32_t, std::vector<owner>> *out)
 
 int64_t socket_inode(int fd)
 {
+	// A socket first: a file of another kind (FUSE, NFS) is not asked
+	// anything, fstat() of one can wait for its server.
+	int type = 0;
+	socklen_t len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return -errno;
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;

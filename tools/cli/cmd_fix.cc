@@ -10,6 +10,7 @@
 // (remote_guard.h) until the process ends or SIGINT/SIGTERM.
 #include "commands.h"
 
+#include "closer.h"
 #include "remote_guard.h"
 #include "show_collect.h"
 #include "test_fault.h"
@@ -126,7 +127,7 @@ int take_listed(int pidfd, const show::shown_socket &s, const char *what)
 		return -errno;
 	const int64_t ino = diag::socket_inode(dup);
 	if (ino != int64_t(s.info.inode)) {
-		close(dup);
+		remote::closer::get().close_later(dup, 0);
 		fmt::print("{} {}: fd {} names another {} now (inode {}, listed {}); not written\n",
 			   what, describe(s), s.fd, ino < 0 ? "file" : "socket", ino, s.info.inode);
 		return -ESTALE;
@@ -239,7 +240,7 @@ void fix_one(int pidfd, const show::shown_socket &s, long long floor, bool dry,
 	len = sizeof(got_rcv);
 	if (getsockopt(dup, SOL_SOCKET, SO_RCVBUF, &got_rcv, &len) != 0)
 		got_rcv = -1;
-	close(dup);
+	remote::closer::get().close_later(dup, 0);
 	std::string done;
 	if (snd)
 		done +=
@@ -283,7 +284,7 @@ int guard_add_all(remote::guard *g, int pid, int pidfd, const show::collection &
 		}
 		int ret = dup < 0 ? dup : g->add(pid, s.fd, dup, floor);
 		if (dup >= 0)
-			close(dup);
+			remote::closer::get().close_later(dup, 0);
 		if (ret < 0) {
 			fmt::print("not guarded {}: {}\n", describe(s), std::strerror(-ret));
 			failed++;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "remote_guard.h"
+#include "closer.h"
 #include "test_fault.h"
 
 #include <fmt/core.h>
@@ -95,6 +96,7 @@ guard::process *guard::proc(pid_t pid)
 	p->pidfd = int(syscall(SYS_pidfd_open, pid, 0));
 	if (p->pidfd < 0)
 		return nullptr;
+	p->uid = owner_of(pid); // after the pidfd: the process of that pid
 	if (who_)
 		p->table.open(pid); // no table (publication off): guarded all the same
 	return procs_.emplace(pid, std::move(p)).first->second.get();
@@ -110,6 +112,8 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bo
 		    o.inherited == inherited && (!floor.snd || floor.snd == o.floor.snd) &&
 		    (!floor.rcv || floor.rcv == o.floor.rcv))
 			return 0;
+	if (cookie == 0)
+		return -EOPNOTSUPP; // no socket, or before 4.12: no identity to check at the write
 	struct stat st;
 	if (fstat(dup, &st) != 0)
 		return -errno;
@@ -125,8 +129,6 @@ int guard::add(pid_t pid, int fd, int dup, const struct sockbuf_floor &floor, bo
 	s.family = family;
 	s.floor = floor;
 	s.inherited = inherited;
-	if (s.cookie == 0)
-		return -EOPNOTSUPP; // before 4.12: no identity to check at the write
 	process *p = proc(pid);
 	if (!p)
 		return -errno;
@@ -216,18 +218,23 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 {
 	const socket_ref s = socks_[i];
 	auto it = procs_.find(s.pid);
-	const int pidfd = it == procs_.end() ? -1 : it->second->pidfd;
-	const int dup = pidfd < 0 ? -1 : int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	if (it == procs_.end()) {
+		drop(i, gone);
+		return;
+	}
+	const process &p = *it->second;
+	const int dup = take(p, s.fd);
 	if (dup < 0) {
-		if (errno == EBADF || errno == ESRCH || pidfd < 0)
+		if (errno == EBADF || errno == ESRCH)
 			drop(i, gone);
-		else
+		else if (errno != EAGAIN)
 			totals_.errors++; // EPERM and the like: tried again next pass
 		return;
 	}
-	// The identity rule: the cookie right before the write.
+	// The identity rule: the cookie right before the write (a file that
+	// is no socket has none: ENOTSOCK, the file itself untouched).
 	if (cookie_of(dup) != s.cookie) {
-		close(dup);
+		put(p, dup);
 		drop(i, reused);
 		return;
 	}
@@ -242,7 +249,7 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 			rcv = v;
 		if ((s.floor.snd <= 0 || snd < 0 || snd >= s.want_snd()) &&
 		    (s.floor.rcv <= 0 || rcv < 0 || rcv >= s.want_rcv())) {
-			close(dup); // back already (or never below): nothing to write
+			put(p, dup); // back already (or never below): nothing to write
 			return;
 		}
 	}
@@ -262,7 +269,7 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 					  &forced) == 0)
 			merge_forced(&rep, forced);
 	}
-	close(dup);
+	put(p, dup);
 	if (ret < 0) {
 		totals_.errors++;
 		return;
@@ -286,6 +293,21 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 	kept.reach_rcv = reach(s.floor.rcv, rep.rcv);
 	if (restored)
 		restored(s, snd, rcv, rep);
+}
+
+int guard::take(const process &p, int fd)
+{
+	if (closer::get().backed_up(p.uid)) {
+		totals_.closing++;
+		errno = EAGAIN;
+		return -1;
+	}
+	return int(syscall(SYS_pidfd_getfd, p.pidfd, fd, 0));
+}
+
+void guard::put(const process &p, int dup)
+{
+	closer::get().close_later(dup, p.uid);
 }
 
 void guard::forget_reach()
@@ -453,12 +475,12 @@ bool guard::adopt(pid_t pid, int fd, uint64_t cookie, const struct sockbuf_floor
 		  bool inherited)
 {
 	process *pr = proc(pid);
-	const int dup = pr ? int(syscall(SYS_pidfd_getfd, pr->pidfd, fd, 0)) : -1;
+	const int dup = pr ? take(*pr, fd) : -1;
 	if (dup < 0)
 		return false;
 	// Identity: the number names the socket the dump showed.
 	const bool ok = cookie_of(dup) == cookie && add(pid, fd, dup, floor, inherited) == 0;
-	close(dup);
+	put(*pr, dup);
 	return ok;
 }
 
@@ -562,18 +584,19 @@ int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_flo
 			missing++;
 			continue;
 		}
-		const int dup = int(syscall(SYS_pidfd_getfd, pr->pidfd, at.second, 0));
+		const int dup = take(*pr, at.second);
 		if (dup < 0) {
 			missing++;
 			continue;
 		}
 		struct stat st;
-		// Identity at the take: the number still names that inode.
-		if (fstat(dup, &st) == 0 && uint32_t(st.st_ino) == ino)
+		// Identity at the take: the number still names that inode (a
+		// socket first: a file swapped in, FUSE or NFS, is not fstat()ed).
+		if (cookie_of(dup) != 0 && fstat(dup, &st) == 0 && uint32_t(st.st_ino) == ino)
 			add(pid, at.second, dup, floors.at(ino));
 		else
 			missing++;
-		close(dup);
+		put(*pr, dup);
 	}
 	// A process none of whose sockets could be added holds no pidfd.
 	auto it = procs_.find(pid);

@@ -12,9 +12,12 @@
 // sixteenth of the others.  Only a socket below its floor is taken, with pidfd_getfd():
 // its SO_COOKIE must be the one remembered right before the write (the
 // guard's identity rule: a number that now names another socket is never
-// written), sockbuf_restore_floor() raises it, and the duplicate is
-// closed at once.  A socket that is not in the dump (not yet bound or
-// connected) is left unread: the kernel cuts established sockets.
+// written; a file that is no socket is never touched, not even fstat()),
+// sockbuf_restore_floor() raises it, and the duplicate is handed to the
+// closer threads (closer.h): its close() may be the socket's last and
+// sleep for its linger time.  A user whose closes back up gets no take
+// until they are done (counted in totals.closing).  A socket that is not in the dump (not yet bound
+// or connected) is left unread: the kernel cuts established sockets.
 //
 // The floors are published for the process (registry::foreign_table), so
 // that `sockbuf show PID` sees them.  One thread.
@@ -64,6 +67,9 @@ struct totals {
 	uint64_t reused = 0;	// fd numbers that came to name another socket
 	uint64_t inherited = 0; // accepted sockets given their listener's floor
 	uint64_t errors = 0;
+	// Takes refused because the owner's user had copies whose close()
+	// was slow or backed up (closer.h): its sockets wait for them.
+	uint64_t closing = 0;
 };
 
 class guard
@@ -164,6 +170,7 @@ public:
 private:
 	struct process {
 		int pidfd = -1;
+		uid_t uid = uid_t(-1); // its real uid: whose closes it waits for
 		registry::foreign_table table;
 		size_t sockets = 0;
 		process() = default;
@@ -174,6 +181,11 @@ private:
 	enum verdict { keep, gone, reused };
 
 	process *proc(pid_t pid);
+	// pidfd_getfd() of fd @fd of @p, or -1 with errno (EAGAIN: refused
+	// while the user's closes back up, counted in totals.closing).
+	int take(const process &p, int fd);
+	// The copy @dup of a socket of @p closed off this thread.
+	static void put(const process &p, int dup);
 	void drop(size_t i, verdict why);
 	verdict still_there(const socket_ref &s) const;
 	void restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restored);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "supervise.h"
 
+#include "closer.h"
 #include "force_rights.h"
 #include "remote_guard.h"
 #include "stored.h"
@@ -538,11 +539,11 @@ private:
 						      "descriptor table of its own; its setsockopt "
 						      "goes to the kernel unchanged",
 						      tgid, tid, fd));
-			close(sock);
+			remote::closer::get().close_later(sock, 0);
 			return continue_call;
 		}
 		int ret = apply(sock, tgid, fd, d, name, force, asked);
-		close(sock);
+		remote::closer::get().close_later(sock, 0);
 		return ret;
 	}
 

@@ -68,6 +68,7 @@ public:
 	void on_records();
 
 	size_t sockets() const { return guard_.size(); }
+	const cli::remote::totals &guard_totals() const { return guard_.stats(); }
 	size_t processes() const { return procs_.size(); }
 
 private:

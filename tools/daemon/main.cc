@@ -3,6 +3,7 @@
 // publishes (host.h).  It runs in the foreground, as systemd's Type=notify
 // expects (READY=1 once the first pass is done, STOPPING=1 at the end);
 // SIGTERM or SIGINT end it (exit 0), SIGHUP reads every table again.
+#include "closer.h"
 #include "daemon_presence.h"
 #include "daemon_progress.h"
 #include "host.h"
@@ -16,10 +17,14 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace
@@ -63,6 +68,19 @@ void open_progress(sockbuf::progress::writer *beats, const sockbuf::daemon::opti
 		fmt::print(stderr, "sockbufd: {}/{}: {}; no guard stands down for this daemon\n",
 			   sockbuf::presence::dir(), sockbuf::progress::file_name,
 			   std::strerror(-err));
+}
+
+// The closer threads' state and the takes refused while a user's closes
+// back up, into the metrics.
+void count_closes(sockbuf::daemon::metrics &m, const sockbuf::daemon::host &h,
+		  uint64_t *closing_seen)
+{
+	const auto st = sockbuf::cli::remote::closer::get().stats();
+	m.closes(st.pending, double(st.oldest_ms) / 1000.0, st.slow);
+	const uint64_t closing = h.guard_totals().closing;
+	if (closing > *closing_seen)
+		m.refusals({}, "closing", double(closing - *closing_seen));
+	*closing_seen = closing;
 }
 
 } // namespace
@@ -129,6 +147,7 @@ int main(int argc, char **argv)
 			   opt.events ? std::strerror(-h.events_err()) : "--events off",
 			   opt.interval_ms);
 
+	uint64_t closing_seen = 0;
 	uint64_t next_pass = monotonic_ms() + opt.interval_ms;
 	uint64_t next_file = monotonic_ms() + 1000;
 	int metrics_err = 0;
@@ -167,6 +186,7 @@ int main(int argc, char **argv)
 		if (monotonic_ms() < next_pass)
 			continue;
 		h.tick(monotonic_ms());
+		count_closes(m, h, &closing_seen);
 		next_pass = monotonic_ms() + opt.interval_ms;
 		if (!opt.metrics_file.empty() && monotonic_ms() >= next_file) {
 			next_file = monotonic_ms() + 1000;

@@ -97,6 +97,31 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 			  .Help("Processes whose floor tables the daemon serves")
 			  .Register(*registry_)
 			  .Add({});
+	closes_pending_ = &BuildGauge()
+			       .Name("sockbufd_closes_pending")
+			       .Help("Copies of served sockets handed to the closer threads and "
+				     "not closed yet (a close sleeps while an owner's SO_LINGER "
+				     "waits for its peer)")
+			       .Register(*registry_)
+			       .Add({});
+	close_oldest_ = &BuildGauge()
+			     .Name("sockbufd_close_oldest_seconds")
+			     .Help("How long the oldest close not done yet has waited")
+			     .Register(*registry_)
+			     .Add({});
+	closes_slow_ = &BuildCounter()
+			    .Name("sockbufd_closes_slow_total")
+			    .Help("Closes of copies that took longer than 20 ms")
+			    .Register(*registry_)
+			    .Add({});
+}
+
+void metrics::closes(size_t pending, double oldest_seconds, uint64_t slow)
+{
+	closes_pending_->Set(double(pending));
+	close_oldest_->Set(oldest_seconds);
+	if (double(slow) > closes_slow_->Value())
+		closes_slow_->Increment(double(slow) - closes_slow_->Value());
 }
 
 metrics::~metrics() = default;

@@ -69,6 +69,9 @@ public:
 	// sockets (per-process cost accounting).
 	void table_cost(const service &s, double seconds);
 	void pass(double seconds);
+	// The closer threads (tools/cli/closer.h): copies not closed yet, the
+	// longest wait among them, closes that were slow.
+	void closes(size_t pending, double oldest_seconds, uint64_t slow);
 
 private:
 	std::shared_ptr<prometheus::Registry> registry_;
@@ -77,7 +80,8 @@ private:
 	    *table_cost_;
 	prometheus::Family<prometheus::Gauge> *guarded_;
 	prometheus::Counter *tables_read_, *passes_, *pass_seconds_;
-	prometheus::Gauge *processes_, *events_up_, *event_wait_;
+	prometheus::Gauge *processes_, *events_up_, *event_wait_, *closes_pending_, *close_oldest_;
+	prometheus::Counter *closes_slow_;
 	prometheus::Family<prometheus::Histogram> *below_;
 	prometheus::Counter *records_, *records_lost_;
 	std::map<std::pair<std::string, std::string>, prometheus::Gauge *> guarded_seen_;

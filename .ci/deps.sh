@@ -14,6 +14,8 @@ packages=(
 	clang clang-tidy clang-format libclang-rt-14-dev
 	# tests: namespaces, veth, tc, real programs, capabilities
 	iproute2 iptables iperf3 python3 python3-yaml procps kmod libcap-ng-utils
+	# sockbufd's metrics checked with the Prometheus text parser
+	python3-prometheus-client
 	# the system calls a trapped setsockopt costs (tests/shim/syscall_budget.py)
 	strace
 	# sockbuf run --via seccomp: a Go server built at test time (static, cgo)

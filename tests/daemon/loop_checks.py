@@ -15,6 +15,23 @@
             try left a close sleeping, the metrics show it pending and
             the attacker's takes refused (reason "closing").
 
+  names     processes name themselves (prctl PR_SET_NAME) with invalid
+            UTF-8 and with a newline followed by a forged daemon line:
+            the metrics file parses (prometheus_client's parser where
+            installed, and a strict check of its own), no label holds a
+            control character, the log has no forged line.  Then 4
+            batches of 40 short-lived processes with names of their own
+            (the 100,000 of a flood, scaled) under --max-services 20:
+            the series of gone processes are removed, the services kept
+            are at most 20 with the overflow counted, the daemon's RSS
+            grows by less than 8 MiB.  Counters present at 0 from the
+            start, sockbufd_build_info.
+  startup   --metrics-listen [::1]:9612 serves /metrics (no exposer_*
+            series); a port in use: exit 1, the address and errno named;
+            --metrics-file in a missing directory: exit 1 at once; a
+            second sockbufd on the same run directory: exit 1 naming the
+            first's pid, the first's presence file unchanged.
+
 Every wait is bounded.  usage: loop_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
@@ -28,13 +45,14 @@ from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_chec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "linger_peer.py")
+NAMED = os.path.join(HERE, "named_peer.py")
 SINK_PORT = 5631
 CANARY_UID = "12346"
 
 
-def shimmed(ns, sockbuf, who, *argv):
+def shimmed(ns, sockbuf, who, *argv, script=PEER):
     return subprocess.Popen(["ip", "netns", "exec", ns, *who, sockbuf, "run", "-q", "--via",
-                             "preload", "--policy", "initial", "--", SERVER_PYTHON, PEER, *argv],
+                             "preload", "--policy", "initial", "--", SERVER_PYTHON, script, *argv],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -105,7 +123,172 @@ def linger(ns, args, tmp):
                 p.wait()
 
 
+PARSE = """
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+n = sum(len(f.samples) for f in text_string_to_metric_families(sys.stdin.read()))
+print(n)
+"""
+
+
+def textfile_problems(raw):
+    """What makes @raw (bytes) an invalid Prometheus text file: a strict
+    check of the exposition format, then prometheus_client's parser where
+    it is installed (python3-prometheus-client).  A list of reasons."""
+    import re
+    bad = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return [f"not UTF-8: {e}"]
+    sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[a-zA-Z_][a-zA-Z0-9_]*="'
+                        r'(?:[^"\\\n]|\\[\\"n])*",?)*)\})? (\S+)$')
+    seen = set()
+    for line in text.splitlines():
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            continue
+        m = sample.match(line)
+        if not m:
+            bad.append(f"bad line {line!r}")
+            continue
+        if any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in line):
+            bad.append(f"control character in {line!r}")
+        if line.rsplit(" ", 1)[0] in seen:
+            bad.append(f"duplicate series {line!r}")
+        seen.add(line.rsplit(" ", 1)[0])
+    r = subprocess.run([SERVER_PYTHON, "-c", PARSE], input=text, capture_output=True, text=True,
+                       timeout=20)
+    if r.returncode != 0 and "No module named" not in r.stderr:
+        bad.append(f"prometheus_client: {r.stderr.strip().splitlines()[-1]}")
+    return bad
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(x for x in f if x.startswith("VmRSS:")).split()[1])
+
+
+def names(ns, args, tmp):
+    daemon = peers = None
+    try:
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 2,
+                        args=("--interval", "10", "--max-services", "20"), prom="names.prom")
+        zero = until(lambda: daemon.metric("sockbuf_tables_refused_total", reason="owner")
+                     is not None, 3)
+        info = daemon.metric("sockbufd_build_info")
+        rp.check(zero and daemon.metric("sockbuf_refusals_total", reason="error") == 0 and
+                 info == 1, f"counters at 0 from the start, build_info {info}")
+        hostile = [b"bad\xff\xfe\xc0name", b"x\nsockbufd: zz"]
+        peers = shimmed(ns.srv, args.sockbuf, AS_NOBODY, *[h.hex() for h in hostile],
+                        script=NAMED)
+        pids = [int(peers.stdout.readline().split()[1]) for _ in hostile]
+        served = until(lambda: (daemon.metric("sockbuf_processes") or 0) >= 2 and
+                       (daemon.metric("sockbuf_restores_total") or 0) >= 2, 5)
+        with open(daemon.metrics, "rb") as f:
+            raw = f.read()
+        problems = textfile_problems(raw)
+        rp.check(served and not problems, f"hostile names: served {served}, textfile "
+                                          f"problems {problems[:3]}")
+        log = daemon.text()
+        forged = [x for x in log.splitlines() if x.startswith("sockbufd: zz")]
+        rp.check(not forged and all(f"pid {p} (" in log for p in pids),
+                 f"log: forged lines {forged}, both processes named")
+        peers.stdin.close()
+        peers.wait(timeout=10)
+        peers = None
+        # The flood, scaled: batches of short-lived processes, each name
+        # its own.
+        rss0 = rss_kib(daemon.proc.pid)
+        for b in range(4):
+            batch = [f"flood{b}-{i}".encode() for i in range(40)]
+            p = shimmed(ns.srv, args.sockbuf, AS_NOBODY, *[h.hex() for h in batch],
+                        script=NAMED)
+            for _ in batch:
+                p.stdout.readline()
+            until(lambda: (daemon.metric("sockbuf_processes") or 0) >= 40, 5)
+            p.stdin.close()
+            p.wait(timeout=10)
+        gone = until(lambda: daemon.metric("sockbuf_processes") == 0 and
+                     not [x for x in open(daemon.metrics) if 'comm="flood' in x], 5)
+        with open(daemon.metrics, "rb") as f:
+            raw = f.read()
+        overflow = daemon.metric("sockbufd_series_overflow_total")
+        grown = rss_kib(daemon.proc.pid) - rss0
+        print(f"names: 160 processes, file {len(raw)} bytes, overflow {overflow}, "
+              f"RSS +{grown} KiB")
+        rp.check(gone, "series of gone processes removed")
+        rp.check((overflow or 0) >= 1, f"past --max-services 20: overflow counted ({overflow})")
+        rp.check(grown < 8192, f"daemon RSS grew {grown} KiB (want < 8 MiB)")
+        rp.check(not textfile_problems(raw), "textfile valid after the flood")
+    finally:
+        if peers:
+            peers.kill()
+            peers.wait()
+        if daemon:
+            daemon.end(signal.SIGTERM)
+
+
+def startup(ns, args, tmp):
+    run_dir = os.path.join(tmp, "run")
+    env = dict(os.environ, SOCKBUF_DAEMON_DIR=run_dir)
+
+    def start(*argv):
+        return subprocess.Popen(["ip", "netns", "exec", ns.srv, args.sockbufd, "--events", "off",
+                                 *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, env=env)
+
+    def ended(p, seconds=5):
+        try:
+            p.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return None, p.stderr.read()
+        return p.returncode, p.stderr.read()
+
+    first = start("--metrics-listen", "[::1]:9612", "--metrics-file",
+                  os.path.join(tmp, "startup.prom"))
+    try:
+        get = ("import urllib.request,sys; "
+               "sys.stdout.write(urllib.request.urlopen('http://[::1]:9612/metrics', "
+               "timeout=3).read().decode())")
+        body = until(lambda: rp.run("ip", "netns", "exec", ns.srv, SERVER_PYTHON, "-c", get,
+                                    check_rc=False).stdout, 5)
+        rp.check(first.poll() is None and "sockbuf_passes_total" in (body or "") and
+                 "exposer_" not in body and not textfile_problems((body or "").encode()),
+                 f"--metrics-listen [::1]:9612: running {first.poll() is None}, "
+                 f"{len(body or '')} bytes, no exposer_ series")
+        presence = os.path.join(run_dir, "serving")
+        before = until(lambda: os.path.exists(presence) and open(presence).read(), 3)
+        rc, err = ended(start())
+        after = os.path.exists(presence) and open(presence).read()
+        rp.check(rc == 1 and f"pid {first.pid}" in err and before == after,
+                 f"second sockbufd: exit {rc}, {err.strip()!r}, presence file kept "
+                 f"({before == after})")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        ended(first)
+    holder = subprocess.Popen(["ip", "netns", "exec", ns.srv, SERVER_PYTHON, "-c",
+                               "import socket,sys; s=socket.socket(); "
+                               "s.bind(('127.0.0.1', 9613)); s.listen(); print('held', "
+                               "flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        holder.stdout.readline()
+        rc, err = ended(start("--metrics-listen", "127.0.0.1:9613"))
+        rp.check(rc == 1 and "127.0.0.1:9613" in err and "Address already in use" in err,
+                 f"port in use: exit {rc}, {err.strip()!r}")
+    finally:
+        holder.kill()
+        holder.wait()
+    rc, err = ended(start("--metrics-file", "/nonexistent/dir/m.prom"), 3)
+    rp.check(rc == 1 and "/nonexistent/dir" in err,
+             f"--metrics-file /nonexistent/dir/m.prom: exit {rc}, {err.strip()!r}")
+
+
 def body(ns, args, tmp):
+    startup(ns, args, tmp)
+    names(ns, args, tmp)
     linger(ns, args, tmp)
 
 

@@ -48,6 +48,10 @@ service service_of(pid_t pid)
 			}
 		}
 	}
+	// A process names itself: its name goes into labels and log lines
+	// only made safe (no newline to forge a journal line, valid UTF-8).
+	s.comm = clean(s.comm);
+	s.unit = clean(s.unit);
 	return s;
 }
 
@@ -124,7 +128,9 @@ void host::refuse(pid_t pid, watched &w, const char *reason, const std::string &
 		return; // counted and said when it first failed so
 	w.refused = why;
 	metrics_.table_refused(reason);
-	fmt::print(stderr, "sockbufd: pid {} ({}): skipped: {}\n", pid, w.svc.comm, why);
+	if (skipped_lines_.allow(cli::remote::monotonic_ms()))
+		fmt::print(stderr, "sockbufd: pid {} ({}): skipped: {}\n", pid, w.svc.comm,
+			   clean(why));
 }
 
 void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
@@ -201,11 +207,14 @@ void host::restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 		if (!floor[i] || before[i] < 0 || before[i] >= floor[i])
 			continue;
 		dips++;
-		if (r[i]->strategy != SOCKBUF_STRAT_HELD &&
-		    r[i]->strategy != SOCKBUF_STRAT_DEFAULT && r[i]->strategy != SOCKBUF_STRAT_NONE)
-			raised++;
+		// Short of the floor is a refusal (the process's own limit), not
+		// a restore as well.
 		if (r[i]->effective < floor[i])
 			short_of++;
+		else if (r[i]->strategy != SOCKBUF_STRAT_HELD &&
+			 r[i]->strategy != SOCKBUF_STRAT_DEFAULT &&
+			 r[i]->strategy != SOCKBUF_STRAT_NONE)
+			raised++;
 	}
 	metrics_.dips(svc, dips);
 	if (raised)

@@ -108,6 +108,7 @@ private:
 	uint64_t lines_from_ = 0;
 	unsigned int lines_now_ = 0;
 	uint64_t lines_held_ = 0;
+	line_limiter skipped_lines_{10, "skipped"}; // refused tables: 10 lines a second
 
 	bpf::event_source ev_;
 	int ev_err_ = -ECANCELED;

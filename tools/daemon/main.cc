@@ -70,6 +70,61 @@ void open_progress(sockbuf::progress::writer *beats, const sockbuf::daemon::opti
 			   std::strerror(-err));
 }
 
+// One daemon per run directory: a second one would serve the same
+// processes beside the first and overwrite its presence file.  An flock()
+// on DIR/sockbufd.lock, held for the daemon's life (the kernel drops it
+// when the process ends, however it ends), the holder's pid written in
+// it.  The descriptor, or -1 with the reason said.
+int lock_run_dir()
+{
+	const std::string dir = sockbuf::presence::dir();
+	if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+		fmt::print(stderr, "sockbufd: {}: {}\n", dir, std::strerror(errno));
+		return -1;
+	}
+	const std::string path = dir + "/sockbufd.lock";
+	const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fmt::print(stderr, "sockbufd: {}: {}\n", path, std::strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		const int err = errno;
+		char text[32] = {};
+		const ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+		const long holder = n > 0 ? std::strtol(text, nullptr, 10) : 0;
+		if (err == EWOULDBLOCK)
+			fmt::print(stderr,
+				   "sockbufd: another sockbufd (pid {}) serves {}; not started\n",
+				   holder > 0 ? std::to_string(holder) : "unknown", dir);
+		else
+			fmt::print(stderr, "sockbufd: {}: flock: {}\n", path, std::strerror(err));
+		close(fd);
+		return -1;
+	}
+	const std::string pid = fmt::format("{}\n", getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != ssize_t(pid.size()))
+		fmt::print(stderr, "sockbufd: {}: {}\n", path, std::strerror(errno));
+	return fd;
+}
+
+// The directory the metrics file goes to must exist at start: a daemon
+// that runs without the metrics it was asked for is found out late.
+int check_metrics_file(const std::string &path)
+{
+	const size_t slash = path.rfind('/');
+	const std::string dir =
+	    slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+	struct stat st;
+	errno = 0;
+	if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fmt::print(stderr, "sockbufd: --metrics-file {}: directory {}: {}\n", path, dir,
+			   std::strerror(errno ? errno : ENOTDIR));
+		return -1;
+	}
+	return 0;
+}
+
 // The closer threads' state and the takes refused while a user's closes
 // back up, into the metrics.
 void count_closes(sockbuf::daemon::metrics &m, const sockbuf::daemon::host &h,
@@ -104,7 +159,13 @@ int main(int argc, char **argv)
 		fmt::print(stderr, "sockbufd: signalfd: {}\n", std::strerror(errno));
 		return 1;
 	}
+	if (!opt.metrics_file.empty() && check_metrics_file(opt.metrics_file) != 0)
+		return 1;
+	const int lock_fd = lock_run_dir();
+	if (lock_fd < 0)
+		return 1;
 	metrics m;
+	m.max_services(opt.max_services);
 	std::string why;
 	if (!opt.metrics_listen.empty() && m.listen(opt.metrics_listen, &why) != 0) {
 		fmt::print(stderr, "sockbufd: --metrics-listen {}: {}\n", opt.metrics_listen, why);
@@ -204,5 +265,6 @@ int main(int argc, char **argv)
 	if (!opt.metrics_file.empty())
 		m.write_file(opt.metrics_file);
 	fmt::print(stderr, "sockbufd: stopped\n");
+	close(lock_fd);
 	return 0;
 }

@@ -14,15 +14,15 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
-
-namespace prometheus
-{
-class Exposer;
-}
+#include <vector>
 
 namespace sockbuf::daemon
 {
@@ -30,6 +30,29 @@ namespace sockbuf::daemon
 struct service {
 	std::string comm; // /proc/PID/comm
 	std::string unit; // the systemd unit from /proc/PID/cgroup, or ""
+};
+
+// @text made safe for a label value and a log line, whoever chose it (a
+// process names itself): valid UTF-8, every control character (C0, DEL,
+// C1) and every byte that is not part of a valid sequence replaced by
+// '?', at most 128 bytes.
+std::string clean(std::string_view text);
+
+// At most @per_s lines a second of one kind; the rest counted and said in
+// one line when the next second begins ("N more WHAT lines ...").
+class line_limiter
+{
+public:
+	line_limiter(unsigned int per_s, const char *what) : per_s_(per_s), what_(what) {}
+	// Whether a line may be printed now (@now_ms: CLOCK_MONOTONIC).
+	bool allow(uint64_t now_ms);
+
+private:
+	const unsigned int per_s_;
+	const char *const what_;
+	uint64_t from_ = 0;
+	unsigned int now_ = 0;
+	uint64_t held_ = 0;
 };
 
 class metrics
@@ -40,7 +63,8 @@ public:
 	metrics(const metrics &) = delete;
 	metrics &operator=(const metrics &) = delete;
 
-	// Serves /metrics on @addr ("ADDR:PORT").  0 or -1 with @why.
+	// Serves /metrics on @addr ("ADDR:PORT", "[V6ADDR]:PORT") from a
+	// thread of its own.  0 or -1 with @why (the call and its errno).
 	int listen(const std::string &addr, std::string *why);
 	// Writes the textfile at @path.  0 or -errno.
 	int write_file(const std::string &path) const;
@@ -59,8 +83,9 @@ public:
 	// (the scheduler's share of sockbuf_below_floor_seconds).
 	void event_wait_max(double seconds) { event_wait_->Set(seconds); }
 	void refusals(const service &s, const char *reason, double n);
-	// Sockets guarded per service, as counted in the last pass (services
-	// not given are set to 0).
+	// Sockets guarded per service, as counted in the last pass: the
+	// series of every service not given are removed (its processes are
+	// gone), in every family.
 	void guarded(const std::map<std::pair<std::string, std::string>, double> &by_service);
 	void processes(double n);
 	void table_read() { tables_read_->Increment(); }
@@ -73,9 +98,29 @@ public:
 	// longest wait among them, closes that were slow.
 	void closes(size_t pending, double oldest_seconds, uint64_t slow);
 
+	// Services with series of their own at most (--max-services); the
+	// rest are counted under comm="(other)"
+	// (sockbufd_series_overflow_total).
+	void max_services(size_t n) { max_services_ = n; }
+
 private:
+	using key = std::pair<std::string, std::string>;
+	// The labels of service @s (cleaned; "(other)" past the cap) and the
+	// series @f gives them with @extra, remembered for removal.
+	template <typename T>
+	T &series(prometheus::Family<T> *f, const service &s,
+		  std::map<std::string, std::string> extra = {});
+	template <typename T>
+	T &series(prometheus::Family<T> *f, const service &s,
+		  std::map<std::string, std::string> extra,
+		  const typename T::BucketBoundaries &bounds);
+	key admit(const service &s);
+	std::map<key, std::vector<std::function<void()>>> removers_;
+	std::set<std::pair<const void *, const void *>> known_; // (family, series)
+	prometheus::Counter *overflow_;
+	size_t max_services_ = 1000;
+
 	std::shared_ptr<prometheus::Registry> registry_;
-	std::unique_ptr<prometheus::Exposer> exposer_;
 	prometheus::Family<prometheus::Counter> *dips_, *restores_, *refusals_, *refused_,
 	    *table_cost_;
 	prometheus::Family<prometheus::Gauge> *guarded_;
@@ -84,7 +129,6 @@ private:
 	prometheus::Counter *closes_slow_;
 	prometheus::Family<prometheus::Histogram> *below_;
 	prometheus::Counter *records_, *records_lost_;
-	std::map<std::pair<std::string, std::string>, prometheus::Gauge *> guarded_seen_;
 };
 
 } // namespace sockbuf::daemon

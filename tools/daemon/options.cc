@@ -19,7 +19,7 @@ namespace
 constexpr const char *usage_text =
     "usage: sockbufd [--metrics-file PATH] [--metrics-listen ADDR:PORT]\n"
     "                [--interval MS] [--net-interval MS] [--reread MS]\n"
-    "                [--events on|off]\n"
+    "                [--events on|off] [--max-services N]\n"
     "\n"
     "Keeps the buffer floors every process on this host publishes (the\n"
     "sockbuf library's guard, `sockbuf run`): a socket cut below its floor\n"
@@ -27,7 +27,8 @@ constexpr const char *usage_text =
     "\n"
     "  --metrics-file PATH        write Prometheus text format there every second\n"
     "                             (node_exporter textfile; written atomically)\n"
-    "  --metrics-listen ADDR:PORT serve /metrics there (e.g. 127.0.0.1:9611)\n"
+    "  --metrics-listen ADDR:PORT serve /metrics there (e.g. 127.0.0.1:9611,\n"
+    "                             [::1]:9611)\n"
     "  --events on|off            wake on the kernel's cuts: one BPF program set\n"
     "                             for the host (default on; polls where it does\n"
     "                             not load)\n"
@@ -39,6 +40,9 @@ constexpr const char *usage_text =
     "                             often (default 60000)\n"
     "  --reread MS                a table that changed read again at most this\n"
     "                             often (default 100)\n"
+    "  --max-services N           services (process name and unit) with series\n"
+    "                             of their own at most (default 1000); the rest\n"
+    "                             are counted under comm=\"(other)\"\n"
     "  --version, --help\n";
 
 // @text as milliseconds in [1, 3600000], or false.
@@ -81,6 +85,7 @@ int parse_options(int argc, char **argv, options *out)
 	    {"net-interval", required_argument, nullptr, 'n'},
 	    {"reread", required_argument, nullptr, 'r'},
 	    {"events", required_argument, nullptr, 'e'},
+	    {"max-services", required_argument, nullptr, 's'},
 	    {"help", no_argument, nullptr, 'h'},
 	    {"version", no_argument, nullptr, 'V'},
 	    {nullptr, 0, nullptr, 0},
@@ -122,6 +127,10 @@ int parse_options(int argc, char **argv, options *out)
 				return bad("--events", optarg, "want on or off");
 			out->events = std::strcmp(optarg, "on") == 0;
 			break;
+		case 's':
+			if (!parse_ms(optarg, &out->max_services) || out->max_services > 1000000)
+				return bad("--max-services", optarg, "want a number, 1-1000000");
+			break;
 		case 'h':
 			fmt::print("{}", usage_text);
 			return 1;
@@ -130,7 +139,7 @@ int parse_options(int argc, char **argv, options *out)
 			return 1;
 		default: {
 			const char *arg = at < argc ? argv[at] : "?";
-			if (optopt && std::strchr("flinre", optopt))
+			if (optopt && std::strchr("flinres", optopt))
 				fmt::print(stderr, "sockbufd: {} needs a value\n", arg);
 			else
 				fmt::print(stderr, "sockbufd: unknown option '{}'\n", arg);

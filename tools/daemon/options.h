@@ -8,12 +8,13 @@ namespace sockbuf::daemon
 {
 
 struct options {
-	std::string metrics_file;   // node_exporter textfile, written atomically
-	std::string metrics_listen; // ADDR:PORT of the Prometheus endpoint
-	unsigned interval_ms = 100; // a pass over the guarded sockets
-	unsigned net_ms = 60000;    // every table read whole, whatever its header says
-	unsigned reread_ms = 100;   // a table read again at most this often
-	bool events = true;	    // one BPF program set for the host, where it loads
+	std::string metrics_file;     // node_exporter textfile, written atomically
+	std::string metrics_listen;   // ADDR:PORT of the Prometheus endpoint
+	unsigned interval_ms = 100;   // a pass over the guarded sockets
+	unsigned net_ms = 60000;      // every table read whole, whatever its header says
+	unsigned reread_ms = 100;     // a table read again at most this often
+	bool events = true;	      // one BPF program set for the host, where it loads
+	unsigned max_services = 1000; // services with series of their own
 };
 
 // Parses argv into @out.  0: run; 1: done (--help, --version printed);

@@ -3,6 +3,12 @@
 """The sample Grafana dashboard (docs/grafana/sockbufd.json) asks only for
 metrics sockbufd exports (the names registered in tools/daemon/metrics.cc,
 a histogram's _bucket, _sum and _count), with the labels they carry, and is valid JSON with a unique id per panel.
+Each series a panel draws is told apart in its legend: every label an
+expression groups by (but le) is in the target's legendFormat, and every
+label the legend shows is one it groups by.  A panel drawn from the event
+programs' histogram says in its description why it is empty while the
+daemon polls.  The daemon's metrics source carries no prometheus-cpp
+Exposer (its exposer_* series, NaN quantiles, in /metrics).
 
 usage: dashboard_check.py DASHBOARD METRICS_CC"""
 import json
@@ -33,6 +39,21 @@ def main():
                 for l in [x.strip() for x in lab.split(",")]:
                     if l not in labels:
                         bad.append(f"panel {p['title']!r}: label {l} is not exported")
+            groups = re.findall(r"by \(([^)]*)\)", t["expr"])
+            legend = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", "")))
+            for g in groups[:1]:
+                want = {x.strip() for x in g.split(",")} - {"le"}
+                if want - legend:
+                    bad.append(f"panel {p['title']!r}: grouped by {sorted(want - legend)} "
+                               f"not in the legend {t.get('legendFormat')!r}")
+                if legend - want:
+                    bad.append(f"panel {p['title']!r}: legend shows {sorted(legend - want)}, "
+                               f"not grouped by")
+        if any("below_floor_seconds" in t["expr"] for t in p["targets"]) and \
+                "polls" not in p.get("description", ""):
+            bad.append(f"panel {p['title']!r}: no word of why it is empty while polling")
+    if re.search(r"prometheus::Exposer|exposer\.h", src):
+        bad.append("metrics.cc serves through prometheus-cpp's Exposer (exposer_* series)")
     for b in bad:
         print("FAIL: " + b)
     print(f"{len(dash['panels'])} panels, {len(names)} metrics exported: "

@@ -125,6 +125,26 @@ int check_metrics_file(const std::string &path)
 	return 0;
 }
 
+// WATCHDOG=1 to systemd (WatchdogSec=), at most every quarter of its
+// interval, called only after a pass: a serving loop that stops making
+// progress stops feeding it, and systemd restarts the daemon.
+void feed_watchdog(uint64_t now_ms)
+{
+#ifdef SOCKBUF_HAVE_SYSTEMD
+	static uint64_t every_ms = [] {
+		uint64_t usec = 0;
+		return sd_watchdog_enabled(0, &usec) > 0 ? usec / 4000 : 0;
+	}();
+	static uint64_t last_ms = 0;
+	if (every_ms && now_ms >= last_ms + every_ms) {
+		sd_notify(0, "WATCHDOG=1");
+		last_ms = now_ms;
+	}
+#else
+	(void)now_ms;
+#endif
+}
+
 // The closer threads' state and the takes refused while a user's closes
 // back up, into the metrics.
 void count_closes(sockbuf::daemon::metrics &m, const sockbuf::daemon::host &h,
@@ -248,6 +268,7 @@ int main(int argc, char **argv)
 			continue;
 		h.tick(monotonic_ms());
 		count_closes(m, h, &closing_seen);
+		feed_watchdog(monotonic_ms());
 		next_pass = monotonic_ms() + opt.interval_ms;
 		if (!opt.metrics_file.empty() && monotonic_ms() >= next_file) {
 			next_file = monotonic_ms() + 1000;

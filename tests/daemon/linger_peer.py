@@ -121,7 +121,7 @@ def canary(addr, port):
     s = socket.create_connection((addr, port), timeout=5)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # published
     floor = raw_getsockopt(s.fileno(), socket.SO_RCVBUF)
-    print(f"ready {floor}", flush=True)
+    print(f"ready {floor} pid={os.getpid()} fd={s.fileno()}", flush=True)
     for _ in sys.stdin:
         low = cut(s, socket.SO_RCVBUF)
         t0 = time.monotonic()

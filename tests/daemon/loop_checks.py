@@ -32,6 +32,12 @@
             second sockbufd on the same run directory: exit 1 naming the
             first's pid, the first's presence file unchanged.
 
+  lock      a daemon killed between a restore's size write (which locks
+            the direction) and its lock clear (the seam die_mid_restore
+            writes the size and kills itself) leaves the socket locked;
+            the next daemon on the same run directory puts its lock bits
+            back to what they were before the restore (0) within 2 s.
+
 Every wait is bounded.  usage: loop_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
@@ -41,6 +47,7 @@ import subprocess
 import sys
 import time
 
+import daemon_lab
 from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -286,15 +293,53 @@ def startup(ns, args, tmp):
              f"--metrics-file /nonexistent/dir/m.prom: exit {rc}, {err.strip()!r}")
 
 
+def lock_left(ns, args, tmp):
+    sink = subprocess.Popen(["ip", "netns", "exec", ns.cli, *AS_NOBODY, SERVER_PYTHON, PEER,
+                             "sink", str(SINK_PORT + 1)], stdout=subprocess.PIPE, text=True)
+    canary = first = second = None
+    try:
+        rp.check(sink.stdout.readline().strip() == "listening", "lock: sink listening")
+        canary = shimmed(ns.srv, args.sockbuf, AS_NOBODY, "canary", rp.CLI_ADDR,
+                         str(SINK_PORT + 1))
+        ready = canary.stdout.readline().split()
+        pid, fd = int(ready[2].split("=")[1]), int(ready[3].split("=")[1])
+        env = dict(os.environ, SOCKBUF_RUN_FAULT="die_mid_restore")
+        first = Daemon(ns.srv, args.sockbufd, tmp, 3, env=env, prom="lock1.prom")
+        until(lambda: (daemon_lab.metric(first.metrics, "sockbuf_guarded_sockets") or 0) >= 1
+              or first.proc.poll() is not None, 5)
+        canary.stdin.write("cut\n")
+        canary.stdin.flush()
+        canary.stdout.readline()
+        try:
+            rc = first.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        left = rp.lock_bits(pid, fd)
+        rp.check(rc == -signal.SIGKILL and left and left[0] != 0,
+                 f"lock: daemon killed mid-restore (exit {rc}), socket left locked {left}")
+        second = Daemon(ns.srv, args.sockbufd, tmp, 4, prom="lock2.prom")
+        back = until(lambda: (rp.lock_bits(pid, fd) or (1, 0))[0] == 0, 2)
+        rp.check(back, f"lock: the next daemon put the lock bits back: {rp.lock_bits(pid, fd)}"
+                       f" (want 0 within 2 s)")
+    finally:
+        for d in (first, second):
+            if d:
+                d.end(signal.SIGTERM)
+        for p in (canary, sink):
+            if p:
+                p.kill()
+                p.wait()
+
+
 def body(ns, args, tmp):
-    startup(ns, args, tmp)
-    names(ns, args, tmp)
-    linger(ns, args, tmp)
+    for part in (args.only or 'startup,names,lock,linger').split(','):
+        {'startup': startup, 'names': names, 'lock': lock_left, 'linger': linger}[part](ns, args, tmp)
 
 
 def main():
     ap = arguments()
     ap.add_argument("--tries", type=int, default=20)
+    ap.add_argument("--only", help="a comma-separated list of startup,names,lock,linger")
     ap.add_argument("--race", action="store_true",
                     help="no seam: the attacker races the daemon's close")
     args = ap.parse_args()

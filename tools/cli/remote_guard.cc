@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -72,7 +74,92 @@ void merge_forced(struct sockbuf_report *rep, const struct sockbuf_report &force
 
 } // namespace
 
+// The journal's one record: a restore is made by one thread, one socket
+// at a time.
+struct journal_record {
+	uint64_t magic; // journal_magic while a restore writes, 0 otherwise
+	int32_t pid, fd;
+	uint64_t cookie;
+	int32_t lock; // SO_BUF_LOCK before the restore
+	int32_t pad;
+};
+constexpr uint64_t journal_magic = 0x736f636b6a726e31ull; // "sockjrn1"
+
 guard::guard(bool restore, uint32_t who) : restore_(restore), who_(who) {}
+
+int guard::journal(const std::string &path)
+{
+	const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (journal_fd_ >= 0)
+		close(journal_fd_);
+	journal_fd_ = fd;
+	return 0;
+}
+
+void guard::note(const socket_ref *s, int dup)
+{
+	if (journal_fd_ < 0)
+		return;
+	journal_record r = {};
+	if (s) {
+		int lock = 0;
+		socklen_t len = sizeof(lock);
+		if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) != 0)
+			return; // no SO_BUF_LOCK (before 5.14): nothing to put back
+		r = {journal_magic, s->pid, s->fd, s->cookie, lock, 0};
+	}
+	if (pwrite(journal_fd_, &r, sizeof(r), 0) != ssize_t(sizeof(r)))
+		totals_.errors++;
+}
+
+std::string recover_journal(const std::string &path)
+{
+	const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? "" : fmt::format("{}: {}", path, std::strerror(errno));
+	journal_record r = {};
+	const ssize_t n = pread(fd, &r, sizeof(r), 0);
+	std::string said;
+	if (n == ssize_t(sizeof(r)) && r.magic == journal_magic) {
+		const int pidfd = int(syscall(SYS_pidfd_open, r.pid, 0));
+		const int dup = pidfd < 0 ? -1 : int(syscall(SYS_pidfd_getfd, pidfd, r.fd, 0));
+		int lock = -1;
+		socklen_t len = sizeof(lock);
+		if (dup < 0 || cookie_of(dup) != r.cookie)
+			said =
+			    fmt::format("pid {} fd {}: left mid-restore, gone since", r.pid, r.fd);
+		else if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) == 0 &&
+			 (lock & ~r.lock) != 0) {
+			const int want = lock & r.lock;
+			const int ret =
+			    setsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &want, sizeof(want));
+			said = ret == 0
+				   ? fmt::format("pid {} fd {}: lock bits {} -> {}, as before a "
+						 "restore that was cut short",
+						 r.pid, r.fd, lock, want)
+				   : fmt::format("pid {} fd {}: lock bits {} left by a restore cut "
+						 "short: {}",
+						 r.pid, r.fd, lock, std::strerror(errno));
+		}
+		if (dup >= 0)
+			close_copy(dup, r.pid);
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+	const journal_record clear = {};
+	if (pwrite(fd, &clear, sizeof(clear), 0) < 0 && said.empty())
+		said = fmt::format("{}: {}", path, std::strerror(errno));
+	close(fd);
+	return said;
+}
+
+guard::~guard()
+{
+	if (journal_fd_ >= 0)
+		close(journal_fd_);
+}
 
 guard::process::~process()
 {
@@ -254,6 +341,14 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		}
 	}
 	struct sockbuf_report rep;
+	note(&s, dup);
+	if (test_fault("die_mid_restore")) {
+		// The test seam: the state a kill between the size's write and
+		// the lock's clear leaves (the write locks the direction).
+		const int v = s.floor.rcv > 0 ? s.floor.rcv : s.floor.snd;
+		setsockopt(dup, SOL_SOCKET, s.floor.rcv > 0 ? SO_RCVBUF : SO_SNDBUF, &v, sizeof(v));
+		raise(SIGKILL);
+	}
 	int ret = sockbuf_restore_floor(dup, &s.floor, SOCKBUF_F_FALLBACK_DEFAULT, &rep);
 	// FORCE only where the owner's own limit (net.core.[rw]mem_max) kept
 	// a direction short, and only if the owner could use it itself.  Its
@@ -269,6 +364,7 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 					  &forced) == 0)
 			merge_forced(&rep, forced);
 	}
+	note(nullptr, dup);
 	put(p, dup);
 	if (ret < 0) {
 		totals_.errors++;

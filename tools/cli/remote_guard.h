@@ -92,7 +92,7 @@ public:
 	// listener that forked processes hold get its floor published for
 	// them.
 	void inherit_accepted(bool on) { inherit_ = on; }
-	~guard() = default;
+	~guard();
 	guard(const guard &) = delete;
 	guard &operator=(const guard &) = delete;
 
@@ -163,6 +163,13 @@ public:
 	// destructor does, for a process about to _exit()).
 	void end();
 
+	// Restores leave a record at @path while they write (the socket, its
+	// lock bits before): a guard killed between the size's write (which
+	// locks the direction) and the lock's clear leaves it there, and
+	// recover_journal() at the next start puts the bits back.  0 or
+	// -errno (the guard then restores without one).
+	int journal(const std::string &path);
+
 	const totals &stats() const { return totals_; }
 	// The reason of the last dump that failed (empty when none).
 	int dump_error() const { return dump_err_; }
@@ -210,6 +217,8 @@ private:
 	size_t sweep_ = 0; // the next /proc check of the rolling sweep
 	bool inherit_ = false;
 	std::function<bool(pid_t)> may_force_;
+	int journal_fd_ = -1;
+	void note(const socket_ref *s, int dup); // the record (null: cleared)
 	// Accepted sockets not found in any fd table yet, by cookie: looked
 	// for again for a few passes (the dump can show one between its
 	// accept and the fd's install), then left alone.
@@ -230,6 +239,12 @@ inline uint64_t monotonic_ms()
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
 }
+
+// What a guard killed mid-restore left in the journal at @path: the lock
+// bits of that socket (if it is still the one recorded, by cookie) made
+// no more than they were before the restore; the record cleared.  A line
+// for the log (empty when there was nothing to do), or the reason.
+std::string recover_journal(const std::string &path);
 
 std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,
 			  const struct sockbuf_report &rep);

@@ -69,6 +69,8 @@ public:
 
 	size_t sockets() const { return guard_.size(); }
 	const cli::remote::totals &guard_totals() const { return guard_.stats(); }
+	// Restores recorded at @path while they write (remote_guard.h).
+	int journal(const std::string &path) { return guard_.journal(path); }
 	size_t processes() const { return procs_.size(); }
 
 private:

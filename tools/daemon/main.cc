@@ -145,6 +145,22 @@ void feed_watchdog(uint64_t now_ms)
 #endif
 }
 
+// A restore a daemon killed mid-way left (its socket's lock bits put
+// back), then the journal of this daemon's restores, in the run
+// directory.
+void restore_journal(sockbuf::daemon::host &h)
+{
+	const std::string path = sockbuf::presence::dir() + "/restoring";
+	const std::string said = sockbuf::cli::remote::recover_journal(path);
+	if (!said.empty())
+		fmt::print(stderr, "sockbufd: {}\n", said);
+	if (int err = h.journal(path))
+		fmt::print(stderr,
+			   "sockbufd: {}: {}; a restore cut short by a kill is not put right "
+			   "at the next start\n",
+			   path, std::strerror(-err));
+}
+
 // The closer threads' state and the takes refused while a user's closes
 // back up, into the metrics.
 void count_closes(sockbuf::daemon::metrics &m, const sockbuf::daemon::host &h,
@@ -202,6 +218,7 @@ int main(int argc, char **argv)
 			   std::strerror(errno));
 
 	host h(opt, m);
+	restore_journal(h);
 	h.tick(monotonic_ms());
 	sockbuf::progress::writer beats;
 	open_progress(&beats, opt, h);

@@ -52,9 +52,11 @@ struct closer::state {
 	{
 		std::unique_lock<std::mutex> lk(mu);
 		for (;;) {
-			idle++;
-			cv.wait(lk, [this] { return !queue.empty(); });
-			idle--;
+			if (queue.empty()) {
+				idle++;
+				cv.wait(lk, [this] { return !queue.empty(); });
+				idle--;
+			}
 			const job j = queue.front();
 			queue.pop_front();
 			const uint64_t id = next_id++;
@@ -68,7 +70,7 @@ struct closer::state {
 			close(j.fd); // may sleep in tcp_close() for the linger time
 			const uint64_t done = now_ms();
 			lk.lock();
-			if (done > running[id].since_ms + stuck_ms)
+			if (done > running[id].since_ms + slow_ms)
 				slow++;
 			running.erase(id);
 			if (--per_uid[j.uid] == 0)
@@ -119,20 +121,35 @@ void closer::close_later(int fd, uid_t uid)
 	if (fd < 0)
 		return;
 	std::lock_guard<std::mutex> lk(s_->mu);
-	if (s_->idle <= s_->queue.size() && s_->threads < max_threads && !s_->start() &&
-	    s_->threads == 0) {
-		close(fd); // no thread at all (out of tasks): the old way
-		s_->closed++;
-		return;
-	}
 	s_->queue.push_back({fd, uid, now_ms()});
 	s_->per_uid[uid]++;
-	s_->cv.notify_one();
+	// One wake-up per burst: a thread awake drains the whole queue.  A
+	// thread more only when every one is asleep in a close() that takes
+	// long (a linger), so that the others' copies are not held behind it.
+	const uint64_t now = now_ms();
+	bool all_stuck = s_->idle == 0 && !s_->running.empty();
+	for (const auto &[id, j] : s_->running)
+		all_stuck = all_stuck && now > j.since_ms + slow_ms;
+	if (s_->threads == 0 || (all_stuck && s_->threads < max_threads)) {
+		if (!s_->start() && s_->threads == 0) {
+			// No thread at all (out of tasks): closed here, the old way.
+			s_->queue.pop_back();
+			if (--s_->per_uid[uid] == 0)
+				s_->per_uid.erase(uid);
+			close(fd);
+			s_->closed++;
+			return;
+		}
+	} else if (s_->idle > 0 && s_->queue.size() == 1) {
+		s_->cv.notify_one();
+	}
 }
 
 bool closer::backed_up(uid_t uid) const
 {
 	std::lock_guard<std::mutex> lk(s_->mu);
+	if (s_->queue.size() + s_->running.size() >= max_total)
+		return true;
 	auto it = s_->per_uid.find(uid);
 	if (it == s_->per_uid.end())
 		return false;
@@ -140,9 +157,6 @@ bool closer::backed_up(uid_t uid) const
 		return true;
 	const uint64_t now = now_ms();
 	for (const auto &[id, j] : s_->running)
-		if (j.uid == uid && now > j.since_ms + stuck_ms)
-			return true;
-	for (const auto &j : s_->queue)
 		if (j.uid == uid && now > j.since_ms + stuck_ms)
 			return true;
 	return false;

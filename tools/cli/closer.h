@@ -9,8 +9,10 @@
 // process can arrange that.  So every copy goes to a small pool of closer
 // threads (at most max_threads, all signals blocked, started on demand),
 // and the taker asks backed_up() before each take: a user (uid) with a
-// close waiting longer than stuck_ms, or with max_pending closes not done,
-// gets no take until they are, and the caller counts the refusal.  The
+// close() under way for longer than stuck_ms (time queued behind other
+// closes is not counted), or with
+// max_pending closes not done, gets no take until they are, and the
+// caller counts the refusal; with max_total not done, nobody does.  The
 // pool is never joined: a process that ends with a close still sleeping
 // ends all the same (the exit's SIGKILL wakes it).
 #pragma once
@@ -26,7 +28,7 @@ struct closer_stats {
 	size_t pending = 0;	// copies given and not closed yet
 	size_t threads = 0;	// closer threads started
 	uint64_t closed = 0;	// copies closed
-	uint64_t slow = 0;	// closes that took longer than stuck_ms
+	uint64_t slow = 0;	// closes that took longer than slow_ms
 	uint64_t oldest_ms = 0; // how long the oldest close not done has waited
 };
 
@@ -34,8 +36,10 @@ class closer
 {
 public:
 	static constexpr unsigned int max_threads = 16;
-	static constexpr unsigned int max_pending = 4; // per uid
-	static constexpr uint64_t stuck_ms = 20;
+	static constexpr size_t max_pending = 1024; // per uid
+	static constexpr size_t max_total = 8192;
+	static constexpr uint64_t stuck_ms = 100;
+	static constexpr uint64_t slow_ms = 20; // counted in stats().slow
 
 	// The process-wide pool (made on first use, never destroyed).
 	static closer &get();
@@ -45,7 +49,8 @@ public:
 	// counted in stats().threads staying 0).
 	void close_later(int fd, uid_t uid);
 	// Whether takes of sockets of @uid's processes must wait: one of its
-	// closes waited longer than stuck_ms, or max_pending are not done.
+	// closes has been under way longer than stuck_ms, or max_pending of
+	// its closes (max_total of all) are not done.
 	bool backed_up(uid_t uid) const;
 	closer_stats stats() const;
 

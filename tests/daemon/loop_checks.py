@@ -189,17 +189,32 @@ def names(ns, args, tmp):
         peers = shimmed(ns.srv, args.sockbuf, AS_NOBODY, *[h.hex() for h in hostile],
                         script=NAMED)
         pids = [int(peers.stdout.readline().split()[1]) for _ in hostile]
-        served = until(lambda: (daemon.metric("sockbuf_processes") or 0) >= 2 and
-                       (daemon.metric("sockbuf_restores_total") or 0) >= 2, 5)
+
+        def metric(name):
+            try:
+                return daemon.metric(name) or 0
+            except UnicodeDecodeError:  # the file is invalid: said below
+                return 0
+
+        served = until(lambda: metric("sockbuf_processes") >= 2 and
+                       metric("sockbuf_restores_total") >= 2, 5)
         with open(daemon.metrics, "rb") as f:
             raw = f.read()
         problems = textfile_problems(raw)
         rp.check(served and not problems, f"hostile names: served {served}, textfile "
                                           f"problems {problems[:3]}")
-        log = daemon.text()
+        daemon.log.flush()
+        with open(daemon.log.name, "rb") as f:
+            log = f.read().decode("utf-8", errors="replace")
+            f.seek(0)
+            try:
+                f.read().decode("utf-8")
+                utf8 = True
+            except UnicodeDecodeError:
+                utf8 = False
         forged = [x for x in log.splitlines() if x.startswith("sockbufd: zz")]
-        rp.check(not forged and all(f"pid {p} (" in log for p in pids),
-                 f"log: forged lines {forged}, both processes named")
+        rp.check(utf8 and not forged and all(f"pid {p} (" in log for p in pids),
+                 f"log: valid UTF-8 {utf8}, forged lines {forged}, both processes named")
         peers.stdin.close()
         peers.wait(timeout=10)
         peers = None
@@ -212,14 +227,14 @@ def names(ns, args, tmp):
                         script=NAMED)
             for _ in batch:
                 p.stdout.readline()
-            until(lambda: (daemon.metric("sockbuf_processes") or 0) >= 40, 5)
+            until(lambda: metric("sockbuf_processes") >= 40, 5)
             p.stdin.close()
             p.wait(timeout=10)
-        gone = until(lambda: daemon.metric("sockbuf_processes") == 0 and
-                     not [x for x in open(daemon.metrics) if 'comm="flood' in x], 5)
+        gone = until(lambda: metric("sockbuf_processes") == 0 and
+                     b'comm="flood' not in open(daemon.metrics, "rb").read(), 5)
         with open(daemon.metrics, "rb") as f:
             raw = f.read()
-        overflow = daemon.metric("sockbufd_series_overflow_total")
+        overflow = metric("sockbufd_series_overflow_total")
         grown = rss_kib(daemon.proc.pid) - rss0
         print(f"names: 160 processes, file {len(raw)} bytes, overflow {overflow}, "
               f"RSS +{grown} KiB")

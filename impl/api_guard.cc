@@ -146,6 +146,16 @@ int sockbuf_guard_add(int id, int fd, const struct sockbuf_floor *floor)
 	return g->add(fd, *floor);
 }
 
+int sockbuf_guard_add_listener(int id, int fd, const struct sockbuf_floor *floor)
+{
+	auto g = find(id);
+	if (!g)
+		return -EBADF;
+	if (!floor)
+		return -EINVAL;
+	return g->add_listener(fd, *floor);
+}
+
 int sockbuf_guard_remove(int id, int fd)
 {
 	auto g = find(id);

@@ -87,17 +87,10 @@ floor_guard::~floor_guard()
 		::close(hold_fd_);
 }
 
-int floor_guard::add(int fd, const struct sockbuf_floor &floor)
+int floor_guard::check_range(const struct sockbuf_floor &floor) const
 {
-	int ret = validate::sizes(floor.snd, floor.rcv, false);
-	if (ret == 0)
-		ret = validate::tcp_socket(fd);
-	if (ret == 0)
-		ret = validate::tcp_type(fd, -1); // a raw socket of protocol TCP
-	if (ret < 0)
-		return ret;
 	struct sockbuf_probe_info info;
-	ret = probe::get(&info, false);
+	const int ret = probe::get(&info, false);
 	if (ret < 0)
 		return ret;
 	const bool may_force =
@@ -105,15 +98,32 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	if (!may_force && ((info.sndbuf_max > 0 && floor.snd > info.sndbuf_max) ||
 			   (info.rcvbuf_max > 0 && floor.rcv > info.rcvbuf_max)))
 		return -ERANGE;
-	int64_t inode = diag::socket_inode(fd);
+	return 0;
+}
+
+int floor_guard::add(int fd, const struct sockbuf_floor &floor, uint32_t expect_inode, int read_fd)
+{
+	const int rfd = read_fd >= 0 ? read_fd : fd;
+	int ret = validate::sizes(floor.snd, floor.rcv, false);
+	if (ret == 0)
+		ret = validate::tcp_socket(rfd);
+	if (ret == 0)
+		ret = validate::tcp_type(rfd, -1); // a raw socket of protocol TCP
+	if (ret == 0)
+		ret = check_range(floor);
+	if (ret < 0)
+		return ret;
+	int64_t inode = diag::socket_inode(rfd);
 	if (inode < 0)
 		return int(inode);
+	if (expect_inode && uint32_t(inode) != expect_inode)
+		return -ESTALE;
 	int family = 0;
-	ret = sys::get_int(fd, SOL_SOCKET, SO_DOMAIN, &family);
+	ret = sys::get_int(rfd, SOL_SOCKET, SO_DOMAIN, &family);
 	if (ret < 0)
 		return ret;
 	// Without one, io_uring passes read this socket by getsockopt.
-	uint64_t cookie = socket_cookie(fd);
+	uint64_t cookie = socket_cookie(rfd);
 
 	std::lock_guard<std::mutex> lock(mu_);
 	if (by_inode_.count(uint32_t(inode)))
@@ -145,7 +155,7 @@ int floor_guard::add(int fd, const struct sockbuf_floor &floor)
 	}
 	max_fd_ = std::max(max_fd_, fd);
 	if (flags_ & SOCKBUF_GUARD_RESERVE_MEM)
-		reserve_at_add(fd, floor);
+		reserve_at_add(rfd, floor);
 	if (registry::publish(inode, floor.snd, floor.rcv, registry::by_guard) != 0) {
 		publish_failed_.store(true, std::memory_order_relaxed);
 		// sockbufd cannot see this floor: a served guard takes its
@@ -240,7 +250,7 @@ int floor_guard::remove(int fd)
 	if (inode >= 0) {
 		auto it = by_inode_.find(uint32_t(inode));
 		if (it == by_inode_.end())
-			return -ENOENT;
+			return end_watch(uint32_t(inode)) ? 0 : -ENOENT;
 		const size_t i = it->second;
 		drop(i);
 		if (no_pass.owns_lock())

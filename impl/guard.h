@@ -90,7 +90,13 @@ public:
 	floor_guard(const floor_guard &) = delete;
 	floor_guard &operator=(const floor_guard &) = delete;
 
-	int add(int fd, const struct sockbuf_floor &floor);
+	// @expect_inode: when not 0, the socket read must be this one
+	// (-ESTALE otherwise): a connection found by a listener watch.
+	// @read_fd: when >= 0, a duplicate of @fd that the socket's checks,
+	// identity and reservation go through (the entry keeps @fd).
+	int add(int fd, const struct sockbuf_floor &floor, uint32_t expect_inode = 0,
+		int read_fd = -1);
+	int add_listener(int fd, const struct sockbuf_floor &floor);
 	int remove(int fd);
 	int pass(struct sockbuf_guard_report *out);
 	int start(unsigned int interval_us);
@@ -208,6 +214,28 @@ private:
 		return served_fd_.load(std::memory_order_acquire);
 	}
 	void count_reservation(const struct sockbuf_report &rep);
+	struct listener_watch {
+		int fd;
+		uint32_t inode;
+		uint64_t cookie;
+		int family;
+		uint16_t port;	  // host order
+		bool any_addr;	  // bound to the wildcard address
+		uint8_t addr[16]; // otherwise this one (network order)
+		struct sockbuf_floor floor;
+	};
+	// Listener watches (guard_listeners.cc).  adopt_accepted() runs at
+	// the start of every full pass, under pass_mu_: it ends the watches
+	// whose listener is gone and adds the connections found.  Returns
+	// how many it added.
+	int adopt_accepted();
+	// Ends the watch of the listener @inode; false if there is none.
+	// Caller holds mu_.
+	bool end_watch(uint32_t inode);
+	// 0, or -ERANGE for a floor above what the kernel stores without
+	// FORCE when this guard may not force, or the probe's -errno.
+	int check_range(const struct sockbuf_floor &floor) const;
+	int adopt_walk(const std::vector<listener_watch> &watches); // without inet_diag
 
 	const unsigned int flags_;
 	const pid_t owner_;
@@ -301,7 +329,16 @@ private:
 	// the daemon cannot see it, so this guard never hands over.
 	std::atomic<bool> publish_failed_{false};
 
-	std::mutex mu_; // the set and the totals; held briefly (see above)
+	std::mutex mu_;				// the set and the totals; held briefly (see above)
+	std::vector<listener_watch> listeners_; // under mu_
+	std::atomic<bool> watching_{false};	// listeners_ not empty: no hand-over
+	// Connections a dump showed on a watched port that are in no
+	// descriptor of this process: cookie -> passes left to look.  Under
+	// pass_mu_.
+	std::unordered_map<uint64_t, int> unmapped_;
+	// Without inet_diag: bound sockets of this process found on no
+	// watched port (their port cannot change).  Under pass_mu_.
+	std::unordered_map<uint32_t, bool> foreign_;
 	entry_store entries_;
 	std::unordered_map<uint32_t, size_t> by_inode_; // live entries only
 	std::unordered_multimap<int, size_t> by_fd_;	// every entry

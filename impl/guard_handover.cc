@@ -56,7 +56,10 @@ struct timespec timespec_of_ns(int64_t ns)
 // sockbuf_guard_daemon_totals).  Caller holds pass_mu_.
 bool floor_guard::handover_wanted() const
 {
+	// sockbufd does not follow listeners: a guard that watches one
+	// keeps its passes.
 	return !(flags_ & SOCKBUF_GUARD_NO_DAEMON) && !forked_ &&
+	       !watching_.load(std::memory_order_relaxed) &&
 	       !publish_failed_.load(std::memory_order_relaxed) &&
 	       interval_us_.load(std::memory_order_relaxed) != 0;
 }

@@ -227,8 +227,13 @@ int floor_guard::run_pass(bool full, struct sockbuf_guard_report *out)
 		round_ns = now_ns() - r0;
 	}
 	const int by_events = p.restored;
-	if (full)
+	if (full) {
+		// Connections accepted since the last pass first: checked in
+		// this same pass.
+		if (watching_.load(std::memory_order_relaxed))
+			p.adopted = adopt_accepted();
 		full_pass(getpid(), &p);
+	}
 	// Taken back from sockbufd: the programs load after the restores.
 	if (events_parked_ && served_fd_.load(std::memory_order_relaxed) < 0)
 		reload_events();

@@ -640,6 +640,8 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * @reused:      of @removed, those whose fd was found naming another
  *               socket (the number closed and reused): dropped, never
  *               written through.
+ * @adopted:     connections accepted from a watched listener that this
+ *               pass found and added (sockbuf_guard_add_listener()).
  */
 struct sockbuf_guard_report {
 	int sockets;
@@ -652,7 +654,8 @@ struct sockbuf_guard_report {
 	int pad_;
 	int64_t duration_ns;
 	int reused;
-	uint32_t reserved[3];
+	int adopted;
+	uint32_t reserved[2];
 };
 
 /**
@@ -777,7 +780,7 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * re-pointed in between is never written through.  With no descriptor
  * to spare (EMFILE) the socket is not written and the pass counts an
  * error.  Sockets accepted from a guarded listener are not guarded: add
- * each one.
+ * each one, or watch the listener with sockbuf_guard_add_listener().
  *
  * With SOCKBUF_GUARD_RESERVE_MEM memory for the socket's floor (2 x
  * @floor->snd + @floor->rcv + 64 KiB, as for set_initial) is reserved with
@@ -794,6 +797,53 @@ SOCKBUF_API int sockbuf_guard_destroy(int guard);
  * socket is already in the guard, through this fd or another), -ENOMEM.
  */
 SOCKBUF_API int sockbuf_guard_add(int guard, int fd, const struct sockbuf_floor *floor);
+
+/**
+ * sockbuf_guard_add_listener() - guard every connection accepted from a
+ * listening socket with a floor, whoever calls accept().
+ * @guard: the guard.
+ * @fd:    a listening TCP socket (after listen()).
+ * @floor: the floor each accepted connection gets; a direction at 0 is
+ *         not guarded.  Usually the listener's own (sockbuf_report_floor()
+ *         of the sockbuf_set_initial_bufsize() made before listen()).
+ *
+ * For servers whose accept() runs inside a framework (an RPC library's
+ * dispatcher, an event loop's acceptor): the program never sees the
+ * connection's descriptor when it is made.  At the start of every full
+ * pass the guard looks for connections of this process accepted from the
+ * listener, by the listener's address family, local port and (unless it
+ * is bound to the wildcard address) local address: one inet_diag dump
+ * filtered by the port (or, without inet_diag, the process's descriptor
+ * table), then /proc/self/fd for the descriptor of each socket not
+ * guarded yet.  Each one found is taken only when a duplicate of its
+ * descriptor still names the socket seen (its inode), and is then guarded
+ * as by sockbuf_guard_add() with @floor, checked in the same pass.  Only
+ * this process's descriptors are looked at: a connection held by another
+ * process (a forked worker) is never touched; one the dump shows that is
+ * not in this process's table is looked for in three passes, then left.
+ * The listener itself is identity-checked at every pass (its inode): once
+ * its descriptor is closed or names another socket, the watch ends; the
+ * connections taken stay guarded until they close.
+ *
+ * An accepted connection is thus guarded from the first full pass after
+ * accept(), and a cut restored within one period plus one pass after
+ * that: with sockbuf_guard_start() two periods and a pass from accept()
+ * at worst.  With SOCKBUF_GUARD_EVENTS full passes come at the safety
+ * net's interval (sockbuf_guard_set_net_interval()), which then bounds
+ * how soon a new connection is taken.  A guard that watches a listener
+ * does not hand its sockets over to sockbufd(8), which does not follow
+ * listeners.  sockbuf_guard_remove() on the listener's descriptor ends
+ * the watch.  A connection a program made itself from the listener's
+ * port and address (bind() with SO_REUSEADDR, then connect()) cannot be
+ * told from an accepted one and is guarded too.
+ *
+ * Return: 0, or -EBADF (bad guard, or @fd negative or closed), -ENOTSOCK,
+ * -EPROTOTYPE (not TCP, e.g. UDP), -EINVAL (@floor NULL, negative or both
+ * 0, or @fd is a TCP socket that is not listening), -EOVERFLOW, -ERANGE
+ * (as for sockbuf_guard_add()), -EEXIST (this listener is watched
+ * already), -ENOMEM.
+ */
+SOCKBUF_API int sockbuf_guard_add_listener(int guard, int fd, const struct sockbuf_floor *floor);
 
 /**
  * sockbuf_guard_remove() - stop guarding the socket of @fd.

@@ -194,6 +194,12 @@ public:
 	int id() const noexcept { return id_; }
 
 	std::error_code add(int fd, const floor &f) { return ec(sockbuf_guard_add(id_, fd, &f)); }
+	// Every connection accepted from listening socket @fd, whoever
+	// accepts it, gets @f (sockbuf_guard_add_listener()).
+	std::error_code add_listener(int fd, const floor &f)
+	{
+		return ec(sockbuf_guard_add_listener(id_, fd, &f));
+	}
 	std::error_code remove(int fd) { return ec(sockbuf_guard_remove(id_, fd)); }
 
 	result<sockbuf_guard_report> pass()

@@ -137,3 +137,22 @@ TEST(Cxx, GuardEventsFlagReachesTheGuard)
 }
 
 } // namespace
+
+// add_listener(): the same call, errors as std::error_code.
+TEST(Cxx, GuardAddListener)
+{
+	auto g = sockbuf::guard::make();
+	ASSERT_TRUE(g);
+	fd l(tcp());
+	struct sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
+	const sockbuf::floor fl = {65536, 0};
+	EXPECT_EQ(g->add_listener(l, fl), std::errc::invalid_argument) << "not listening yet";
+	ASSERT_EQ(::listen(l, 4), 0);
+	fd u(udp());
+	EXPECT_EQ(g->add_listener(u, fl), std::errc::wrong_protocol_type);
+	EXPECT_EQ(g->add_listener(l, fl), std::error_code{});
+	EXPECT_EQ(g->add_listener(l, fl), std::errc::file_exists);
+}

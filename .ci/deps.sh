@@ -24,6 +24,9 @@ packages=(
 	nginx-light
 	# lab: NFQUEUE delay line, plots
 	libnetfilter-queue-dev python3-matplotlib
+	# RPC frameworks the examples size (docs/frameworks.md): ONC RPC
+	# (libtirpc, rpcgen) and Boost.Asio
+	libtirpc-dev rpcsvc-proto libboost-dev
 	# Debian packages: checked with lintian, installed into a debootstrap root
 	lintian debootstrap dpkg-dev file
 	# kmod-proposal/check.sh: checkpatch's SPDX check and --codespell

@@ -744,3 +744,36 @@ INSTANTIATE_TEST_SUITE_P(Drivers, GuardHandoverUnpublished,
 			 });
 
 } // namespace
+
+// sockbufd does not follow listeners: a served guard that starts watching
+// one takes its sockets back at its next pass and hands over no more.
+TEST(GuardHandover, WatchingAListenerServesItself)
+{
+	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
+	fake_daemon d;
+	ASSERT_TRUE(d.ok());
+	d.announce();
+	guarded gs(0);
+	ASSERT_TRUE(gs.ok());
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+	ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
+
+	fd l(tcp());
+	struct sockaddr_in sa = {};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
+	ASSERT_EQ(::listen(l, 4), 0);
+	struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_guard_add_listener(gs.g.id, l, &fl), 0);
+	push_below(gs.s);
+	struct sockbuf_guard_report rep = {};
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	EXPECT_EQ(rep.restored, 1) << "the guard stayed served though it watches a listener";
+	EXPECT_GE(sndbuf(gs.s), floor_size);
+	struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+	EXPECT_EQ(dm.pid, 0);
+	EXPECT_EQ(dm.resumes, 1u);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+	EXPECT_EQ(daemon_of(gs.g.id).handovers, 1u) << "handed over again";
+}

@@ -15,10 +15,7 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <new>
 #include <sys/socket.h>
@@ -70,30 +67,6 @@ int local_of(int fd, local_addr *out)
 size_t addr_len(int family)
 {
 	return family == AF_INET ? 4 : 16;
-}
-
-// Calls @fn(fd number, inode) for each socket in this process's table.
-template <typename Fn> void each_socket_fd(Fn fn)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return;
-	char link[64];
-	while (struct dirent *e = readdir(d)) {
-		if (e->d_name[0] == '.')
-			continue;
-		const ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		unsigned long ino = 0;
-		if (std::sscanf(link, "socket:[%lu]", &ino) != 1)
-			continue;
-		const int fd = std::atoi(e->d_name);
-		if (fd != dirfd(d))
-			fn(fd, uint32_t(ino));
-	}
-	closedir(d);
 }
 
 } // namespace
@@ -228,7 +201,7 @@ int floor_guard::adopt_accepted()
 	}
 	int adopted = 0;
 	if (!want.empty())
-		each_socket_fd([&](int fd, uint32_t ino) {
+		diag::each_socket_fd(0, [&](int fd, uint32_t ino) {
 			auto it = want.find(ino);
 			if (it == want.end())
 				return;
@@ -254,7 +227,7 @@ int floor_guard::adopt_accepted()
 int floor_guard::adopt_walk(const std::vector<listener_watch> &watches)
 {
 	std::vector<std::pair<int, uint32_t>> socks;
-	each_socket_fd([&](int fd, uint32_t ino) { socks.emplace_back(fd, ino); });
+	diag::each_socket_fd(0, [&](int fd, uint32_t ino) { socks.emplace_back(fd, ino); });
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		for (size_t i = socks.size(); i-- > 0;)

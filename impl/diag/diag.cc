@@ -336,6 +336,34 @@ int dump(std::vector<socket_info> *out, const filter &f)
 	return s.dump(out, f);
 }
 
+int each_socket_fd(int pid, const std::function<void(int fd, uint32_t inode)> &fn)
+{
+	char path[64];
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/fd");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *fds = opendir(path);
+	if (!fds)
+		return -errno;
+	while (dirent *d = readdir(fds)) {
+		char *end = nullptr;
+		const long fd = strtol(d->d_name, &end, 10);
+		if (*end || d->d_name[0] == '.')
+			continue;
+		char target[64];
+		const ssize_t n = readlinkat(dirfd(fds), d->d_name, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		unsigned long ino = 0;
+		if (sscanf(target, "socket:[%lu]", &ino) == 1)
+			fn(int(fd), uint32_t(ino));
+	}
+	closedir(fds);
+	return 0;
+}
+
 int socket_owners(std::unordered_map<uint32_t, std::vector<owner>> *out)
 {
 	if (!out)
@@ -349,26 +377,10 @@ int socket_owners(std::unordered_map<uint32_t, std::vector<owner>> *out)
 		long pid = strtol(p->d_name, &end, 10);
 		if (*end || pid <= 0)
 			continue;
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
-		DIR *fds = opendir(path);
-		if (!fds)
-			continue; // gone, or not ours to read
-		while (dirent *d = readdir(fds)) {
-			long fd = strtol(d->d_name, &end, 10);
-			if (*end || d->d_name[0] == '.')
-				continue;
-			char link[96], target[64];
-			snprintf(link, sizeof(link), "/proc/%ld/fd/%ld", pid, fd);
-			ssize_t n = readlink(link, target, sizeof(target) - 1);
-			if (n <= 0)
-				continue;
-			target[n] = '\0';
-			unsigned long ino = 0;
-			if (sscanf(target, "socket:[%lu]", &ino) == 1)
-				(*out)[uint32_t(ino)].push_back({int(pid), int(fd)});
-		}
-		closedir(fds);
+		// A process gone, or not ours to read, is left out.
+		each_socket_fd(int(pid), [&](int fd, uint32_t ino) {
+			(*out)[ino].push_back({int(pid), fd});
+		});
 	}
 	closedir(proc);
 	return 0;

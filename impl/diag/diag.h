@@ -122,6 +122,11 @@ struct owner {
 };
 int socket_owners(std::unordered_map<uint32_t, std::vector<owner>> *out);
 
+// Calls @fn(fd, inode) for each socket in the descriptor table of @pid
+// (0: this process, through /proc/self/fd).  0, or -errno when the table
+// cannot be read (gone, not ours to read, no /proc).
+int each_socket_fd(int pid, const std::function<void(int fd, uint32_t inode)> &fn);
+
 // The inode of a socket fd you hold (fstat), or -errno.
 int64_t socket_inode(int fd);
 

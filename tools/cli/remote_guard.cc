@@ -542,25 +542,11 @@ void process_tree(pid_t pid, std::vector<pid_t> *out, int depth = 0)
 // @want (filled in as found).
 void find_inodes(pid_t pid, std::map<uint32_t, std::pair<pid_t, int>> *want)
 {
-	DIR *d = opendir(fmt::format("/proc/{}/fd", pid).c_str());
-	if (!d)
-		return;
-	char link[64];
-	while (struct dirent *e = readdir(d)) {
-		if (e->d_name[0] == '.')
-			continue;
-		const ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		unsigned long ino = 0;
-		if (std::sscanf(link, "socket:[%lu]", &ino) != 1)
-			continue;
-		auto it = want->find(uint32_t(ino));
+	diag::each_socket_fd(pid, [&](int fd, uint32_t ino) {
+		auto it = want->find(ino);
 		if (it != want->end() && it->second.first == 0)
-			it->second = {pid, std::atoi(e->d_name)};
-	}
-	closedir(d);
+			it->second = {pid, fd};
+	});
 }
 
 } // namespace

@@ -28,7 +28,7 @@ lab=$here/../../bench/lab
 command -v iptables >/dev/null || { echo "SKIP: iptables not installed"; exit 77; }
 [ -x "$bin/sockbuf-delayline" ] || { echo "SKIP: no delay line (libnetfilter-queue-dev)"; exit 77; }
 [ -x "$bin/$name-server" ] || { echo "SKIP: $name-server not built"; exit 77; }
-p=sbb-fw-$$
+p=sfw$$ # veth names stay within 15 characters: sfw4194304-va
 net=198.18.33
 guard_ms=20
 dir=$(mktemp -d)

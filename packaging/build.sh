@@ -11,8 +11,11 @@ export CFLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CFLAGS)
 export CXXFLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)"
 export LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 # sockbuf-contract sits with the tests (tests/contract), so tests are
-# configured; only the packaged targets are built.
+# configured; only the packaged targets are built.  SOCKBUF_PACKAGE_DEB:
+# the unit in systemd's directory (systemd.pc), /etc for the conffile
+# (said again here: a build directory configured before keeps its cache).
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+	-DCMAKE_INSTALL_SYSCONFDIR=/etc \
 	-DSOCKBUF_PACKAGE_DEB=ON -DSOCKBUF_BUILD_BENCH=OFF -DSOCKBUF_BUILD_EXAMPLES=OFF \
 	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
 targets=(sockbuf sockbuf_static sockbuf_cli sockbuf_contract sockbuf_shim)

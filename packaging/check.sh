@@ -95,6 +95,45 @@ in_root() {
 	chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
 		PATH=/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -ec "$1"
 }
+# The maintainer scripts act on the unit only where systemd runs
+# (/run/systemd/system).  The root has no systemd: a stand-in systemctl
+# logs what the scripts, deb-systemd-helper and deb-systemd-invoke ask of
+# it, so the log shows the daemon-reload, start and stop a real host
+# would get.  Where systemctl exists, deb-systemd-helper enables through
+# `systemctl preset`: the stand-in makes the unit's WantedBy= links, as
+# Debian's default preset policy (enable) does; is-enabled answers from
+# those links.
+dpkg-deb -c "$debs"/sockbuf-tools_*.deb >"$run/tools.list"
+daemon=0
+if grep -q '/sbin/sockbufd$' "$run/tools.list"; then daemon=1; fi
+if ((daemon)); then
+	[[ ! -e $root/usr/bin/systemctl ]] || { echo "packages: the clean root has a systemctl" >&2; exit 1; }
+	mkdir -p "$root/run/systemd/system"
+	cat >"$root/usr/bin/systemctl" <<'EOF'
+#!/bin/sh
+echo "systemctl $*" >>/tmp/systemctl.log
+for unit in "$@"; do :; done
+case " $* " in
+*" preset "*)
+	for target in $(sed -n 's/^WantedBy=//p' "/lib/systemd/system/$unit"); do
+		mkdir -p "/etc/systemd/system/$target.wants"
+		ln -sf "/lib/systemd/system/$unit" "/etc/systemd/system/$target.wants/$unit"
+	done ;;
+*" is-enabled "*)
+	if [ -L /etc/systemd/system/multi-user.target.wants/sockbufd.service ]; then
+		echo enabled
+	else
+		echo disabled; exit 1
+	fi ;;
+*" is-active "*) exit 3 ;;
+esac
+exit 0
+EOF
+	chmod 755 "$root/usr/bin/systemctl"
+fi
+# The package carries the bash completion its install rules name.
+completion=0
+if grep -qs 'bash-completion' "$top/tools/cli/CMakeLists.txt"; then completion=1; fi
 
 step "install the packages (apt resolves their Depends)"
 in_root 'apt-get update -qq
@@ -106,12 +145,25 @@ sockbuf-contract --list >/dev/null
 dpkg -L sockbuf-tools | grep -q "/sockbuf/libsockbuf-shim.so$" ||
 	{ echo "sockbuf-tools does not ship libsockbuf-shim.so"; exit 1; }
 sockbuf run --policy initial -- /bin/true
-if dpkg -L sockbuf-tools | grep -q "/sbin/sockbufd$"; then
+test -f /usr/share/doc/sockbuf-tools/shim.md.gz ||
+	{ echo "sockbuf-tools does not ship the shim document sockbuf(1) names"; exit 1; }
+if (('"$completion"')); then
+	dpkg -L sockbuf-tools | grep -q "^/usr/share/bash-completion/completions/." ||
+		{ echo "sockbuf-tools does not ship the bash completion"; exit 1; }
+fi
+if (('"$daemon"')); then
 	sockbufd --version >/dev/null
-	dpkg -L sockbuf-tools | grep -q "/systemd/system/sockbufd.service$" ||
-		{ echo "sockbuf-tools ships sockbufd without its unit"; exit 1; }
-	grep -q "^ExecStart=/usr/sbin/sockbufd " /lib/systemd/system/sockbufd.service ||
-		{ echo "the unit does not start /usr/sbin/sockbufd"; exit 1; }
+	unit=/lib/systemd/system/sockbufd.service
+	dpkg -L sockbuf-tools | grep -qx "$unit" ||
+		{ echo "sockbuf-tools ships sockbufd without its unit in /lib/systemd/system"; exit 1; }
+	grep -qx "ExecStart=/usr/sbin/sockbufd --metrics-file /run/sockbufd/metrics.prom \$SOCKBUFD_OPTS" "$unit" ||
+		{ echo "the unit does not start /usr/sbin/sockbufd with \$SOCKBUFD_OPTS"; exit 1; }
+	grep -qx "EnvironmentFile=-/etc/default/sockbufd" "$unit" ||
+		{ echo "the unit does not read /etc/default/sockbufd"; exit 1; }
+	grep -q "^SOCKBUFD_OPTS=" /etc/default/sockbufd ||
+		{ echo "no SOCKBUFD_OPTS in /etc/default/sockbufd"; exit 1; }
+	dpkg-query -W -f="\${Conffiles}\n" sockbuf-tools | grep -q "^ /etc/default/sockbufd " ||
+		{ echo "/etc/default/sockbufd is not a conffile"; exit 1; }
 fi
 test -f /usr/share/man/man3/sockbuf_set_initial_bufsize.3.gz ||
 	{ echo "man page sockbuf_set_initial_bufsize(3) not installed"; exit 1; }
@@ -126,5 +178,43 @@ for exe in consumer_cmake consumer_static consumer_pkgconfig; do
 done
 ldd /tmp/consumer-build/consumer_cmake | grep -Eq "libsockbuf.so.0 => (/usr)?/lib/" ||
 	{ echo "consumer_cmake does not load the packaged libsockbuf.so.0"; exit 1; }'
+
+if ((daemon)); then
+	step "sockbufd.service: installed, enabled by the administrator, removed, purged"
+	# The installation (step above): the postinst enabled the unit
+	# (deb-systemd-helper, its state recorded), then asked systemd for a
+	# daemon-reload and a start.  The administrator's later `systemctl
+	# enable sockbufd` makes the same link (by hand here: no systemd in
+	# the root).  Removal stops the daemon and keeps the conffile; purge
+	# leaves nothing of the unit.  Every check runs; each failure is said.
+	in_root 'fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+unit=/lib/systemd/system/sockbufd.service
+wants=/etc/systemd/system/multi-user.target.wants/sockbufd.service
+test "$(readlink "$wants")" = "$unit" || bad "installation did not enable sockbufd.service"
+test -e /var/lib/systemd/deb-systemd-helper-enabled/sockbufd.service.dsh-also ||
+	bad "installation left no deb-systemd-helper state for sockbufd.service"
+grep -qx "systemctl --system daemon-reload" /tmp/systemctl.log ||
+	bad "installation did not reload systemd"
+grep -qx "systemctl --quiet --system start sockbufd.service" /tmp/systemctl.log ||
+	bad "installation did not start sockbufd"
+echo "systemctl calls at installation:"; sed "s/^/  /" /tmp/systemctl.log
+rm -f "$wants"
+mkdir -p "${wants%/*}"
+ln -s "$unit" "$wants"
+: >/tmp/systemctl.log
+dpkg --remove sockbuf-tools >/dev/null
+grep -qx "systemctl stop sockbufd.service" /tmp/systemctl.log || bad "removal did not stop sockbufd"
+grep -qx "systemctl --system daemon-reload" /tmp/systemctl.log || bad "removal did not reload systemd"
+echo "systemctl calls at removal:"; sed "s/^/  /" /tmp/systemctl.log
+test -f /etc/default/sockbufd || bad "removal deleted the conffile /etc/default/sockbufd"
+dpkg --purge sockbuf-tools >/dev/null
+left=$(find /etc /var/lib/systemd /lib/systemd /usr/lib/systemd -name "*sockbufd*" 2>/dev/null || true)
+test -z "$left" || bad "left after purge:" $left
+dangling=$(find /etc/systemd -xtype l 2>/dev/null || true)
+test -z "$dangling" || bad "dangling links after purge:" $dangling
+test "$fail" = 0 || exit 1
+echo "purge left nothing of sockbufd.service"'
+fi
 
 step "ok"

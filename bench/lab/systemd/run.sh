@@ -141,6 +141,9 @@ for p in "${pkgs[@]}"; do inroot+=("/tmp/${p##*/}"); done
 chroot "$root" dpkg -i "${inroot[@]}" >"$out/dpkg.log" 2>&1 ||
 	{ cat "$out/dpkg.log" >&2; die "dpkg -i failed in the root"; }
 grep -E '^(Setting up|Unpacking)' "$out/dpkg.log" | sed 's/^/lab:   /'
+# sockbuf-tools' postinst enables sockbufd.service; the lab looks at the
+# server without the daemon first and starts it itself.
+chroot "$root" deb-systemd-helper disable sockbufd.service
 rm -f "$root"/tmp/*.deb
 # Only what the boot needs from the initramfs: virtio disk, ext4.
 printf 'MODULES=list\nCOMPRESS=gzip\n' >"$root/etc/initramfs-tools/conf.d/sockbuf-lab.conf"

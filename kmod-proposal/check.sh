@@ -20,6 +20,15 @@
 #                prints for the patch is in its To:, Cc: or Cc: tags
 #   kernel-doc   scripts/kernel-doc -Wall of each base on every C file a
 #                patch touches: no more warnings than unpatched
+#   format       git format-patch output: the zero-commit From line, a
+#                diffstat, "diff --git" before every file, function
+#                context in the hunk headers of C files, the signature;
+#                a cover letter per tree whose base-commit: is
+#                base.env's BASE_COMMIT, with a prerequisite-patch-id:
+#                for each patch of the trees below it
+#   trailers     the trailers (Fixes:, Cc:, Link:, Signed-off-by: ...)
+#                in one block, no blank line between them, at the end
+#   words        what each mail must say (required-words.txt)
 #   W=1          with --w1 (or SOCKBUF_KMOD_W1=1) only: w1.sh, the
 #                touched objects built with W=1 (gcc x86_64, gcc i386,
 #                clang), warnings compared with the unpatched base
@@ -171,6 +180,72 @@ check_cc() { # file, name
 	fi
 }
 
+# git format-patch's shape. A patch: the zero-commit From line, a
+# diffstat, "diff --git" before every "--- " file header, hunk headers of
+# C files with function context (one at least), the signature.
+check_format() { # file, name
+	local bad=()
+	head -1 "$1" | grep -qx 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001' ||
+		bad+=("no zero-commit From line")
+	grep -qE '^-- $' "$1" || bad+=("no signature")
+	if [[ $(basename "$1") == 0000-* ]]; then
+		grep -qE '^ [0-9]+ files? changed' "$1" || bad+=("no diffstat")
+		grep -qx "base-commit: $BASE_COMMIT" "$1" || bad+=("base-commit is not $BASE_COMMIT")
+		local want=0 t
+		for t in "${trees[@]}"; do
+			[[ $t == "$(tree_of "$1")" ]] && break
+			want=$((want + $(find "$KMOD_DIR/patches/$t" -name '00[0-9][0-9]-*.patch' ! -name '0000-*' | wc -l)))
+		done
+		(($(grep -c '^prerequisite-patch-id: ' "$1") == want)) ||
+			bad+=("$(grep -c '^prerequisite-patch-id: ' "$1") prerequisite-patch-id lines, want $want")
+	else
+		grep -qE '^ [0-9]+ files? changed' "$1" || bad+=("no diffstat")
+		awk '/^diff --git /{d=1; next} /^--- (a\/|\/dev\/null)/{if (!d) bad=1; d=0} END{exit bad}' "$1" ||
+			bad+=("a file without diff --git")
+		if grep -qE '^diff --git a/.*\.[ch] ' "$1" &&
+			! grep -qE '^@@ -[0-9,]+ \+[0-9,]+ @@ .+' "$1"; then
+			bad+=("no function context in the hunk headers")
+		fi
+	fi
+	if ((${#bad[@]})); then
+		fail "format         $2: ${bad[*]}"
+	else
+		echo "ok   format         $2"
+	fi
+}
+
+# The trailers: one block, ending the message (right before "---").
+check_trailers() { # file, name
+	local msg first last
+	msg=$(sed -n '/^$/,$p' "$1" | sed '/^---$/q' | sed '$d')
+	first=$(grep -nE '^(Fixes|Cc|Link|Closes|Reported-by|Suggested-by|Reviewed-by|Acked-by|Tested-by|Signed-off-by): ' <<<"$msg" |
+		head -1 | cut -d: -f1)
+	last=$(wc -l <<<"$msg")
+	if [[ -z $first ]]; then
+		fail "trailers       $2: none"
+	elif sed -n "${first},${last}p" <<<"$msg" | grep -qE '^$|^[^A-Za-z]'; then
+		fail "trailers       $2: not one block (a blank line or text among them)"
+	else
+		echo "ok   trailers       $2: $(sed -n "${first},${last}p" <<<"$msg" | cut -d: -f1 | tr '\n' ' ')"
+	fi
+}
+
+# What each mail must say (required-words.txt).
+check_words() { # file, name
+	local pat text missing=()
+	while read -r pat text; do
+		[[ -z $pat || $pat == \#* ]] && continue
+		# shellcheck disable=SC2053
+		[[ $2 == $pat || $(basename "$1") == $pat ]] || continue
+		grep -qF -- "$text" "$1" || missing+=("'$text'")
+	done <"$KMOD_DIR/required-words.txt"
+	if ((${#missing[@]})); then
+		fail "words          $2: missing ${missing[*]}"
+	else
+		echo "ok   words          $2"
+	fi
+}
+
 # kernel-doc -Wall on FILE in DIR against the same file in the base.
 check_kdoc() { # base tree, patched dir, file, label
 	local before after
@@ -237,20 +312,25 @@ done
 
 # Every patch file, covers included, once: the mail checks.
 echo "mail checks (the 7.2 tree's checkpatch.pl and get_maintainer.pl)"
-while read -r p; do
+# The list comes on fd 3: a check that reads its standard input must not
+# eat the rest of it.
+while read -r p <&3; do
 	name=${p#"$KMOD_DIR/patches/"}
 	t=$(tree_of "$p")
 	num=$(basename "$p" | sed 's/^0*\([0-9][0-9]*\)-.*/\1/')
 	count=$(find "$KMOD_DIR/patches/$t" -name '00[0-9][0-9]-*.patch' ! -name '0000-*' | wc -l)
 	check_subject "$p" "$name" "$t" "$num" "$count"
+	check_format "$p" "$name"
+	check_words "$p" "$name"
 	[[ $num == 0 ]] && continue
+	check_trailers "$p" "$name"
 	npatches=$((npatches + 1))
 	check_checkpatch "$p" "$name"
 	check_signoff "$p" "$name"
 	check_fixes "$p" "$name"
 	check_cc "$p" "$name"
-done < <(for t in "${trees[@]}"; do
-	ls "$KMOD_DIR"/patches/"$t"/00[0-9][0-9]-*.patch "$KMOD_DIR"/patches/backport-*/"$t"/00[0-9][0-9]-*.patch 2>/dev/null
+done 3< <(for t in "${trees[@]}"; do
+	ls "$KMOD_DIR"/patches/"$t"/00[0-9][0-9]-*.patch "$KMOD_DIR"/patches/backport-*/"$t"/00[0-9][0-9]-*.patch 2>/dev/null || true
 done)
 
 # The out-of-tree module follows the same style.

@@ -74,7 +74,8 @@ pristine_base() {
 SERIES_TREES="net net-next sunrpc"
 
 # The patches of the selected base in the order they apply, cover letters
-# left out (tree by tree, in SERIES_TREES order). A patch in
+# left out (tree by tree, in SERIES_TREES order); on a base with
+# BASE_FIXES_ONLY=1 (base.env) only those with a Fixes: tag. A patch in
 # patches/backport-<base>/<tree>/ with the same name replaces the tree's
 # one on that base.
 series_patches() {
@@ -82,6 +83,8 @@ series_patches() {
 	for tree in $SERIES_TREES; do
 		for p in "$KMOD_DIR/patches/$tree"/00[0-9][0-9]-*.patch; do
 			[[ -e $p && $(basename "$p") != 0000-* ]] || continue
+			# An older base takes what stable would: the fixes.
+			[[ ${BASE_FIXES_ONLY:-0} == 1 ]] && ! grep -q '^Fixes:' "$p" && continue
 			alt="$KMOD_DIR/patches/backport-$BASE_NAME/$tree/$(basename "$p")"
 			[[ -e $alt ]] && p=$alt
 			echo "$p"

@@ -50,11 +50,11 @@ mkdir -p "$out"
 if [[ ! -e $out/.config ]]; then
 	make -s -C "$src" O="$out" tinyconfig >/dev/null
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
-		"$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config" >/dev/null
+		"$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config" "$LAB/twoguest.config" >/dev/null
 	make -s -C "$src" O="$out" olddefconfig
 	while read -r opt; do
 		grep -qx "$opt" "$out/.config" || { echo "build-arms: $opt did not survive olddefconfig" >&2; exit 1; }
-	done < <(grep -hE '^CONFIG_' "$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config")
+	done < <(grep -hE "^CONFIG_" "$KMOD_DIR/kernel/guest.config" "$LAB/nfs.config" "$LAB/twoguest.config")
 fi
 
 for arm in "${arms[@]}"; do
@@ -84,7 +84,7 @@ for arm in "${arms[@]}"; do
 	done < <(arm_patches "$arm")
 	echo "build-arms: $arm: $(wc -l <"$applied") patches, make -j2 bzImage ..."
 	start=$SECONDS
-	nice -n 10 make -C "$src" O="$out" -j2 bzImage >"$out/build-$arm.log" 2>&1 ||
+	nice -n 19 make -C "$src" O="$out" -j2 bzImage >"$out/build-$arm.log" 2>&1 ||
 		{ tail -20 "$out/build-$arm.log" >&2; exit 1; }
 	cp "$out/arch/x86/boot/bzImage" "$SOCKBUF_KMOD_CACHE/nfs-$arm.bzImage"
 	while read -r p; do sha256sum "$p"; done <"$applied" >"$SOCKBUF_KMOD_CACHE/nfs-$arm.patches"

@@ -5,9 +5,13 @@
 #
 #   stock   7.2.13 as Debian ships its source: NFSD's TCP sockets
 #           autotuned, the send buffer capped at tcp_wmem[2]
-#   locked  + lab-locked-16m.patch: NFSD's TCP buffers fixed at 16 MB with
-#           the lock bits (the February 2026 linux-nfs approach; a lab
-#           arm, never submitted)
+#   net     + the net series alone (patches/net): the selftest guests'
+#           "with the fix" kernel
+#   locked  + lab-nfsd-locked.patch: NFSD's TCP data sockets sized and
+#           locked as "[PATCH v2 8/8] sunrpc: Set explicit TCP socket
+#           buffer sizes for NFSD" does (a reconstruction of its
+#           behaviour; replace it with the posted patch, b4 am, before
+#           the evidence run)
 #   series  + the net fix, the net-next series and the SUNRPC RFC
 #           (patches/net, patches/net-next, patches/sunrpc, in that order)
 #
@@ -24,14 +28,15 @@ base_vars 7.2 # the base series_patches() picks backports for
 arm_patches() {
 	case $1 in
 	stock) ;;
-	locked) echo "$LAB/lab-locked-16m.patch" ;;
+	net) ls "$KMOD_DIR"/patches/net/00[0-9][0-9]-*.patch | grep -v /0000- ;;
+	locked) echo "$LAB/lab-nfsd-locked.patch" ;;
 	series) series_patches ;; # lib.sh: net, net-next, sunrpc, in order
-	*) echo "build-arms: unknown arm '$1' (stock, locked, series)" >&2; return 2 ;;
+	*) echo "build-arms: unknown arm '$1' (stock, net, locked, series)" >&2; return 2 ;;
 	esac
 }
 
 arms=("$@")
-((${#arms[@]})) || arms=(stock locked series)
+((${#arms[@]})) || arms=(stock net locked series)
 for arm in "${arms[@]}"; do arm_patches "$arm" >/dev/null || exit 2; done
 
 ensure_base_package 7.2 || exit 2

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# kernel/selftest-guest.sh OUT KERNEL:NAME... [--runs N]: the series'
+# selftests in qemu guests booted the way netdev's CI boots them
+# (virtme-ng without systemd): a plain /init (busybox), proc, sys, devtmpfs
+# and cgroup2 mounted, the memory controller NOT enabled by init, no
+# network card. Each kernel is booted N times (default 3); each boot runs
+#
+#   cgroup/test_memcontrol   the whole file, as kselftest runs it (its
+#                            main() enables +memory at the root, as for
+#                            every memcg test); the series adds
+#                            test_memcg_sock_reserve (net 2/2) and
+#                            test_memcg_sock_sndbuf_pressure (net-next 2/2)
+#   net/tcp_sndbuf_expand    net-next 2/2
+#
+# and then dmesg, which must hold no "Out of memory" and no "oom-kill".
+# OUT/<name>-run<i>.log is the console; OUT/summary.txt one line per
+# test and run. The tests are built static from the 7.2 base with the
+# whole series applied (what the series' patch files add), with the
+# machine's uapi headers (Debian 12: 6.1, which has SO_RESERVE_MEM and
+# SO_BUF_LOCK). Needs qemu-system-x86, busybox-static, cpio.
+set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
+out=${1:?usage: selftest-guest.sh OUT KERNEL:NAME... [--runs N]}
+shift
+runs=3
+kernels=()
+while (($#)); do
+	case $1 in
+	--runs) runs=$2; shift 2 ;;
+	*) kernels+=("$1"); shift ;;
+	esac
+done
+((${#kernels[@]})) || { echo "selftest-guest: no KERNEL:NAME" >&2; exit 2; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+ensure_base_package 7.2 || exit 2
+base=$(pristine_base) || exit 2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The two selftest directories, patched.
+mkdir -p "$work/src/tools/testing"
+cp -a "$base/tools/testing/selftests" "$work/src/tools/testing/"
+mkdir -p "$work/src/tools/include"
+cp -a "$base/tools/include/." "$work/src/tools/include/"
+while read -r p; do
+	# Only the selftests' part of each patch.
+	(cd "$work/src" && git apply --include='tools/testing/selftests/*' "$p")
+done < <(series_patches)
+st=$work/src/tools/testing/selftests
+mkdir -p "$work/root/tests" "$work/root/bin"
+for t in cgroup/test_memcontrol net/tcp_sndbuf_expand; do
+	mkdir -p "$work/build/${t%/*}"
+	make -s -C "$st/${t%/*}" OUTPUT="$work/build/${t%/*}" LDFLAGS=-static \
+		KHDR_INCLUDES= "$work/build/$t" >/dev/null 2>&1
+	cp "$work/build/$t" "$work/root/tests/"
+done
+cp /bin/busybox "$work/root/bin/busybox"
+# test_memcg_sock connects to "localhost".
+mkdir -p "$work/root/etc"
+printf '127.0.0.1 localhost\n::1 localhost\n' >"$work/root/etc/hosts"
+cat >"$work/root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t cgroup2 none /sys/fs/cgroup
+ip link set lo up
+echo "@@ kernel $(uname -r)"
+echo "@@ root subtree_control at boot: '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
+cd /tmp
+/tests/test_memcontrol >cg.log 2>&1
+echo "@@ test_memcontrol rc=$?"
+cat cg.log
+/tests/tcp_sndbuf_expand >net.log 2>&1
+echo "@@ tcp_sndbuf_expand rc=$?"
+cat net.log
+echo "@@ dmesg Out of memory: $(dmesg | grep -c 'Out of memory')"
+echo "@@ dmesg oom-kill: $(dmesg | grep -c 'oom-kill')"
+# The memcg OOM reports in full: which charge, from where.
+dmesg | grep -B2 -A45 'invoked oom-killer' | grep -vE '\] (R[A-Z0-9]{2}|[A-Z]S|CR[0-9]|DR[0-9]|Code|Mem-Info|active_|Node |DMA|lowmem|[0-9]+ (pages|total)|Free swap|Total swap|Tasks state)' | head -400
+echo "@@ done"
+poweroff -f
+INIT
+chmod +x "$work/root/init"
+mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev" "$work/root/tmp"
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+: >"$out/summary.txt"
+for k in "${kernels[@]}"; do
+	image=${k%%:*} name=${k##*:}
+	for ((i = 1; i <= runs; i++)); do
+		log=$out/$name-run$i.log
+		start=$SECONDS
+		timeout 900 qemu-system-x86_64 -accel tcg -nographic -m 2048 -smp 2 \
+			-kernel "$image" -initrd "$work/initrd.gz" -no-reboot -nic none \
+			-append "console=ttyS0 panic=-1 quiet" >"$log" 2>&1 || true
+		tr -d '\r' <"$log" | awk -v k="$name" -v r="$i" -v s=$((SECONDS - start)) '
+			/^(ok|not ok) [0-9]+ / { t = $0; sub(/^(not )?ok [0-9]+ /, "", t)
+				if (t ~ /sock|sndbuf/) printf "%s run%d %s: %s\n", k, r, t, ($1 == "ok" ? "ok" : "FAIL") }
+			/^#  *(OK|FAIL|SKIP)/ && /sndbuf/ { printf "%s run%d %s\n", k, r, $0 }
+			/^# (sndbuf|[0-9]+ bytes sent)/ { printf "%s run%d   %s\n", k, r, $0 }
+			/^# .*(client|forced|autotuned|set) / { printf "%s run%d   %s\n", k, r, $0 }
+			/^@@ (dmesg|kernel|root)/ { printf "%s run%d %s\n", k, r, $0 }
+			END { printf "%s run%d boot took %d s\n", k, r, s }' | tee -a "$out/summary.txt"
+	done
+done

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# nfs-lab/twoguest.sh OUT REPS ARMS [--rtts R,R..] [--mib N] [--client ARM]
+#     [--srv-mem MiB] [--cli-mem MiB] [--smp N] [--nconnect N]
+#     [--image ARM=BZIMAGE] [--modules DIR]
+# The NFS experiment on two kernels: per arm and round, a server guest
+# booting the arm's kernel ($SOCKBUF_KMOD_CACHE/nfs-<arm>.bzImage, from
+# build-arms.sh) and a client guest booting the client kernel (default
+# stock: the series' TCP change must not help the client), each its own
+# qemu (TCG) with a virtio-net card, joined by a qemu socket backend on
+# 127.0.0.1; netem on the client's egress (twoguest-init.sh). Arms run
+# in rotation, REPS rounds, so that drift in the machine's speed falls on
+# every arm alike. Per RTT a fresh mount; fio (Debian's) writes then
+# reads lab_mib MiB with O_DIRECT.
+#
+# --image gives an arm a kernel image of its own (a distribution kernel,
+# say); --modules DIR (a root holding lib/modules/<version>, depmod run)
+# puts the modules such a kernel needs for the lab (virtio_net, nfsd,
+# nfsv4, sch_netem and what they depend on) into the initramfs,
+# uncompressed, loaded in order by the guest's init.
+#
+# Keeps OUT/<arm>-<round>-{server,client}.log (consoles) and
+# OUT/<arm>-<round>.txt (the client's result lines), OUT/load.txt (the
+# load average before each round), OUT/arms.txt (each kernel's sha256
+# and the sha256 of the patches it was built from); then table2.py OUT.
+#
+# A benchmark: run it on an otherwise idle machine. Needs qemu-system-x86,
+# busybox-static, cpio, iproute2, fio, and the NFS user space from
+# Debian's nfs-kernel-server and nfs-common (downloaded and unpacked into
+# the cache, not installed).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+: "${SOCKBUF_KMOD_CACHE:=/var/cache/sockbuf-kmod}"
+out=${1:?usage: twoguest.sh OUT REPS ARMS [options]}
+reps=${2:?REPS}
+read -r -a arms <<<"${3:?ARMS}"
+shift 3
+rtts=0,50,120,250 mib=1024 client=stock srv_mem=18432 cli_mem=4096 smp=2 nconnect=1
+modules=
+declare -A image
+while (($#)); do
+	case $1 in
+	--image) image[${2%%=*}]=${2#*=} ;;
+	--modules) modules=$2 ;;
+	--rtts) rtts=$2 ;;
+	--mib) mib=$2 ;;
+	--client) client=$2 ;;
+	--srv-mem) srv_mem=$2 ;;
+	--cli-mem) cli_mem=$2 ;;
+	--smp) smp=$2 ;;
+	--nconnect) nconnect=$2 ;;
+	*) echo "twoguest: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift 2
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+kernel_of() { echo "${image[$1]:-$SOCKBUF_KMOD_CACHE/nfs-$1.bzImage}"; }
+for a in "${arms[@]}" "$client"; do
+	[[ -e $(kernel_of "$a") ]] ||
+		{ echo "twoguest: no $(kernel_of "$a"): build-arms.sh $a, or --image $a=..." >&2; exit 2; }
+done
+
+# The NFS user space, unpacked once.
+tools=$SOCKBUF_KMOD_CACHE/nfs-tools
+if [[ ! -e $tools/.extracted ]]; then
+	rm -rf "$tools"
+	mkdir -p "$tools/debs"
+	(cd "$tools/debs" && apt-get -q download nfs-kernel-server nfs-common >/dev/null)
+	for d in "$tools"/debs/*.deb; do dpkg-deb -x "$d" "$tools/root"; done
+	touch "$tools/.extracted"
+fi
+dpkg -s libwrap0 >/dev/null 2>&1 || apt-get install -y -q libwrap0 >/dev/null
+
+# One initramfs for both roles: busybox, iproute2's ip, tc and ss, fio,
+# the NFS programs, each with the libraries ldd names.
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,lib64}
+cp /bin/busybox "$root/bin/busybox"
+add_prog() { # path on this machine, path in the guest
+	cp "$1" "$root/$2"
+	ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+		mkdir -p "$root/$(dirname "$lib")"
+		cp -L "$lib" "$root/$lib"
+	done
+}
+add_prog "$(command -v ip)" usr/sbin/ip
+add_prog "$(command -v tc)" usr/sbin/tc
+add_prog "$(command -v ss)" usr/bin/ss
+add_prog "$(command -v fio)" usr/bin/fio
+for p in usr/sbin/rpc.mountd usr/sbin/exportfs usr/sbin/rpc.nfsd sbin/mount.nfs; do
+	add_prog "$tools/root/$p" "usr/sbin/$(basename "$p")"
+done
+ln -sf mount.nfs "$root/usr/sbin/mount.nfs4"
+if [[ -n $modules ]]; then
+	ver=$(ls "$modules/lib/modules" | head -1)
+	mkdir -p "$root/lib/modules"
+	modprobe -d "$modules" -S "$ver" --show-depends virtio_net nfsd nfsv4 sch_netem |
+		awk '$1 == "insmod" { print $2 }' | while read -r ko; do
+		name=$(basename "${ko%.xz}")
+		[[ -e $root/lib/modules/$name ]] && continue
+		case $ko in
+		*.xz) xz -dc "$ko" >"$root/lib/modules/$name" ;;
+		*.zst) zstd -qdc "$ko" >"$root/lib/modules/$name" ;;
+		*) cp "$ko" "$root/lib/modules/$name" ;;
+		esac
+		echo "/lib/modules/$name" >>"$root/modules.load"
+	done
+fi
+cp "$here/twoguest-init.sh" "$root/init"
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initrd.gz"
+
+: >"$out/arms.txt"
+for a in "${arms[@]}" "$client"; do
+	echo "$a kernel $(kernel_of "$a") $(sha256sum <"$(kernel_of "$a")" | cut -c1-16)" \
+		"patches $(cut -c1-16 "$SOCKBUF_KMOD_CACHE/nfs-$a.patches" 2>/dev/null | tr '\n' ' ')" >>"$out/arms.txt"
+done
+
+guest() { # role, kernel arm, memory MiB, netdev option, log (lab_arm: $arm)
+	local mac=52:54:00:12:34:01
+	[[ $1 == client ]] && mac=52:54:00:12:34:02
+	timeout 3600 qemu-system-x86_64 -accel tcg -nographic -m "$3" -smp "$smp" \
+		-kernel "$(kernel_of "$2")" -initrd "$out/initrd.gz" -no-reboot \
+		-netdev "socket,id=n0,$4" -device virtio-net-pci,netdev=n0,mac=$mac \
+		-append "console=ttyS0 panic=-1 quiet role=$1 lab_arm=$arm lab_rtts=$rtts lab_mib=$mib lab_nconnect=$nconnect" \
+		>"$5" 2>&1
+}
+
+port=$((20000 + RANDOM % 20000))
+for ((round = 1; round <= reps; round++)); do
+	for arm in "${arms[@]}"; do
+		echo "round $round arm $arm load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/load.txt"
+		port=$((port + 1))
+		guest server "$arm" "$srv_mem" "listen=127.0.0.1:$port" "$out/$arm-$round-server.log" &
+		spid=$!
+		sleep 2
+		guest client "$client" "$cli_mem" "connect=127.0.0.1:$port" "$out/$arm-$round-client.log" || true
+		wait "$spid" || true
+		tr -d '\r' <"$out/$arm-$round-client.log" | grep '^@@ nfs2 ' >"$out/$arm-$round.txt" || true
+		cat "$out/$arm-$round.txt"
+	done
+done
+python3 "$here/table2.py" "$out"

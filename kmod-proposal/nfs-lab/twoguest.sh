@@ -95,7 +95,7 @@ ln -sf mount.nfs "$root/usr/sbin/mount.nfs4"
 if [[ -n $modules ]]; then
 	ver=$(ls "$modules/lib/modules" | head -1)
 	mkdir -p "$root/lib/modules"
-	modprobe -d "$modules" -S "$ver" --show-depends virtio_net nfsd nfsv4 sch_netem |
+	modprobe -a -d "$modules" -S "$ver" --show-depends virtio_net nfsd nfsv4 sch_netem |
 		awk '$1 == "insmod" { print $2 }' | while read -r ko; do
 		name=$(basename "${ko%.xz}")
 		[[ -e $root/lib/modules/$name ]] && continue

@@ -185,7 +185,7 @@ check_cc() { # file, name
 # C files with function context (one at least), the signature.
 check_format() { # file, name
 	local bad=()
-	head -1 "$1" | grep -qx 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001' ||
+	[[ $(sed -n 1p "$1") == 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001' ]] ||
 		bad+=("no zero-commit From line")
 	grep -qE '^-- $' "$1" || bad+=("no signature")
 	if [[ $(basename "$1") == 0000-* ]]; then
@@ -217,13 +217,14 @@ check_format() { # file, name
 # The trailers: one block, ending the message (right before "---").
 check_trailers() { # file, name
 	local msg first last
-	msg=$(sed -n '/^$/,$p' "$1" | sed '/^---$/q' | sed '$d')
-	first=$(grep -nE '^(Fixes|Cc|Link|Closes|Reported-by|Suggested-by|Reviewed-by|Acked-by|Tested-by|Signed-off-by): ' <<<"$msg" |
-		head -1 | cut -d: -f1)
+	msg=$(awk 'f && /^---$/ { exit } f { print } !f && /^$/ { f = 1 }' "$1")
+	# (No "| head" or "| grep -q" here: with pipefail, the writer's
+	# SIGPIPE would fail the pipeline or the script.)
+	first=$(awk '/^(Fixes|Cc|Link|Closes|Reported-by|Suggested-by|Reviewed-by|Acked-by|Tested-by|Signed-off-by): / { print NR; exit }' <<<"$msg")
 	last=$(wc -l <<<"$msg")
 	if [[ -z $first ]]; then
 		fail "trailers       $2: none"
-	elif sed -n "${first},${last}p" <<<"$msg" | grep -qE '^$|^[^A-Za-z]'; then
+	elif grep -qE '^$|^[^A-Za-z]' <<<"$(sed -n "${first},${last}p" <<<"$msg")"; then
 		fail "trailers       $2: not one block (a blank line or text among them)"
 	else
 		echo "ok   trailers       $2: $(sed -n "${first},${last}p" <<<"$msg" | cut -d: -f1 | tr '\n' ' ')"

@@ -8,7 +8,7 @@
 #           compile.config (SUNRPC as a module, out of bzImage)
 #   kernel  $SOCKBUF_KMOD_CACHE/build-<base>-<patched|unpatched>/arch/x86/boot/bzImage
 #   test    $SOCKBUF_KMOD_CACHE/build-<base>-patched/kselftest: kselftest.sh's
-#           install of net:tcp_reserved_sndbuf and net:tcp_sndbuf_expand
+#           install of net:tcp_sndbuf_expand (selftest-guest.sh runs the cgroup tests)
 #
 # The W=1 builds of the touched objects are w1.sh's (check.sh --w1).
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kernel/kselftest.sh [DIR]: installs the series' selftests the kselftest
 # way, without building a kernel: run_kselftest.sh, its runner and
-# net/tcp_reserved_sndbuf (the net fix's) and net/tcp_sndbuf_expand (the
+# net/tcp_sndbuf_expand (the
 # net-next series'), linked statically for the busybox guest of
 # tests/kernels, plus the project's sndbuf_hold probe (sockbuf/).
 #
@@ -26,7 +26,9 @@ base=$(pristine_base) || exit 2
 dest=${1:-$SOCKBUF_KMOD_CACHE/kselftest-$BASE_NAME}
 src="$SOCKBUF_KMOD_CACHE/kselftest-src-$BASE_NAME"
 hdr="$SOCKBUF_KMOD_CACHE/kselftest-hdr-$BASE_NAME"
-tests=(tcp_reserved_sndbuf tcp_sndbuf_expand)
+# v4: the net fix's test is in selftests/cgroup (test_memcontrol), which
+# selftest-guest.sh builds and runs; this install carries selftests/net.
+tests=(tcp_sndbuf_expand)
 
 rm -rf "$src"
 cp -al "$base" "$src"
@@ -67,4 +69,4 @@ mkdir -p "$dest/sockbuf"
 gcc -Wall -Wextra -O2 -static -pthread -o "$dest/sockbuf/sndbuf_hold" \
 	"$KMOD_DIR/kernel/sndbuf_hold.c"
 rm -rf "$src"
-echo "kselftest: $dest (run_kselftest.sh -t net:${tests[0]} -t net:${tests[1]})"
+echo "kselftest: $dest (run_kselftest.sh -t net:${tests[0]})"

@@ -30,17 +30,19 @@ echo "@@ role=${role:-?} arm=$arm kernel=$(uname -r) mem=$(awk '/MemTotal/ {prin
 ip link set lo up
 ip link set eth0 up
 
-server() {
-	ip addr add 198.18.0.1/24 dev eth0
-	cat >/etc/netconfig <<'NC'
+# What the NFS programs look up, on both roles.
+cat >/etc/netconfig <<'NC'
 tcp        tpi_cots_ord  v     inet     tcp     -       -
 udp        tpi_clts      v     inet     udp     -       -
 NC
-	printf 'ip\t0\tIP\ntcp\t6\tTCP\nudp\t17\tUDP\n' >/etc/protocols
-	printf 'nfs\t2049/tcp\n' >/etc/services
-	echo "root:x:0:0::/:/bin/sh" >/etc/passwd
-	echo "nobody:x:65534:65534::/:/bin/sh" >>/etc/passwd
-	echo "nogroup:x:65534:" >/etc/group
+printf 'ip\t0\tIP\ntcp\t6\tTCP\nudp\t17\tUDP\n' >/etc/protocols
+printf 'nfs\t2049/tcp\n' >/etc/services
+echo "root:x:0:0::/:/bin/sh" >/etc/passwd
+echo "nobody:x:65534:65534::/:/bin/sh" >>/etc/passwd
+echo "nogroup:x:65534:" >/etc/group
+
+server() {
+	ip addr add 198.18.0.1/24 dev eth0
 	echo "/export 198.18.0.2(rw,no_root_squash,insecure,no_subtree_check,fsid=1)" >/etc/exports
 	: >/var/lib/nfs/etab
 	: >/var/lib/nfs/rmtab
@@ -57,9 +59,10 @@ NC
 	# Control port 7000: "skmem" answers with the NFS sockets' largest
 	# send buffer and queued send memory, receive buffer and queued
 	# receive memory since the last "reset"; "off" powers the guest off.
+	: >/tmp/reply
 	(while sleep 0.25; do ss -tmnH state established '( sport = :2049 )' >>/tmp/skmem 2>/dev/null; done) &
 	while :; do
-		cmd=$(nc -l -p 7000 -w 5 </tmp/reply 2>/dev/null | head -1)
+		cmd=$(nc -l -p 7000 -w 5 </tmp/reply 2>/dev/null | head -1) || sleep 1
 		case $cmd in
 		reset) : >/tmp/skmem; : >/tmp/reply ;;
 		skmem) awk '/skmem:/ { s = $0; sub(/.*skmem:\(/, "", s); sub(/\).*/, "", s); n = split(s, f, ",")
@@ -73,7 +76,12 @@ NC
 
 ask() { # command: the server's answer (sent on the next connection)
 	echo "$1" | nc -w 2 198.18.0.1 7000 >/dev/null 2>&1
-	echo x | nc -w 2 198.18.0.1 7000 2>/dev/null | head -1
+	# The server listens again once it has acted on the command.
+	for i in 1 2 3 4 5; do
+		sleep 1
+		a=$(echo x | nc -w 2 198.18.0.1 7000 2>/dev/null | head -1) && [ -n "$a$2" ] && break
+	done
+	echo "$a"
 }
 
 client() {
@@ -89,27 +97,28 @@ client() {
 	for rtt in $(echo "${lab_rtts:-0,50,120,250}" | tr , ' '); do
 		tc qdisc del dev eth0 root 2>/dev/null
 		[ "$rtt" -gt 0 ] && tc qdisc add dev eth0 root netem delay ${rtt}ms limit 200000
+		echo "@@ path rtt=$rtt ping_avg_ms=$(ping -c 3 -q 198.18.0.1 | awk -F/ '/avg/ { print $4 }')"
 		# A fresh mount per RTT: no connection carries state across.
 		mount.nfs4 198.18.0.1:/export /mnt/nfs \
 			-o vers=4.2,proto=tcp,rsize=1048576,wsize=1048576,nconnect=${lab_nconnect:-1} ||
 			{ echo "@@ nfs2: mount failed"; continue; }
 		for op in write read; do
-			ask reset >/dev/null
+			ask reset quiet >/dev/null
 			fio --name=$op --filename=/mnt/nfs/f --rw=$op --bs=${bs}m --size=${mib}m \
 				--direct=1 --ioengine=psync --numjobs=1 --output-format=terse \
 				--terse-version=3 >/tmp/fio.txt 2>/tmp/fio.err
 			rc=$?
-			# terse v3: field 7 read KiB, 8 read bw KiB/s, 9 read runtime ms;
-			# 48, 49, 50 the same for writes.
-			if [ $op = read ]; then f=7; else f=48; fi
-			set -- $(awk -F';' -v f=$f '{ printf "%d %.3f %.1f", $f * 1024, $(f + 2) / 1000, ($(f + 2) > 0 ? $f * 1024 / ($(f + 2) / 1000) / 1e6 : 0) }' /tmp/fio.txt)
+			# terse v3: field 6 read KiB, 9 read runtime ms; 47 and 50
+			# the same for writes.
+			if [ $op = read ]; then f=6; else f=47; fi
+			set -- $(awk -F';' -v f=$f '{ printf "%d %.3f %.1f", $f * 1024, $(f + 3) / 1000, ($(f + 3) > 0 ? $f * 1024 / ($(f + 3) / 1000) / 1e6 : 0) }' /tmp/fio.txt)
 			echo "@@ nfs2 arm=$arm rtt=$rtt op=$op rc=$rc bytes=${1:-0} secs=${2:-0} MBps=${3:-0} $(ask skmem)"
 			[ $rc -eq 0 ] || echo "@@ nfs2: fio: $(tail -2 /tmp/fio.err | tr '\n' ' ')"
 		done
 		umount /mnt/nfs
 	done
 	tc qdisc del dev eth0 root 2>/dev/null
-	ask off >/dev/null
+	ask off quiet >/dev/null
 	echo "@@ done"
 	poweroff -f
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nfs-lab/twoguest.sh OUT REPS ARMS [--rtts R,R..] [--mib N] [--client ARM]
 #     [--srv-mem MiB] [--cli-mem MiB] [--smp N] [--nconnect N]
-#     [--image ARM=BZIMAGE] [--modules DIR]
+#     [--image ARM=BZIMAGE] [--modules DIR] [--bs MiB]
 # The NFS experiment on two kernels: per arm and round, a server guest
 # booting the arm's kernel ($SOCKBUF_KMOD_CACHE/nfs-<arm>.bzImage, from
 # build-arms.sh) and a client guest booting the client kernel (default
@@ -15,7 +15,7 @@
 # --image gives an arm a kernel image of its own (a distribution kernel,
 # say); --modules DIR (a root holding lib/modules/<version>, depmod run)
 # puts the modules such a kernel needs for the lab (virtio_net, nfsd,
-# nfsv4, sch_netem and what they depend on) into the initramfs,
+# nfsv4, sch_netem, tcp_diag for ss, and what they depend on) into the initramfs,
 # uncompressed, loaded in order by the guest's init.
 #
 # Keeps OUT/<arm>-<round>-{server,client}.log (consoles) and
@@ -34,7 +34,7 @@ out=${1:?usage: twoguest.sh OUT REPS ARMS [options]}
 reps=${2:?REPS}
 read -r -a arms <<<"${3:?ARMS}"
 shift 3
-rtts=0,50,120,250 mib=1024 client=stock srv_mem=18432 cli_mem=4096 smp=2 nconnect=1
+rtts=0,50,120,250 mib=1024 bs=256 client=stock srv_mem=18432 cli_mem=4096 smp=2 nconnect=1
 modules=
 declare -A image
 while (($#)); do
@@ -43,6 +43,7 @@ while (($#)); do
 	--modules) modules=$2 ;;
 	--rtts) rtts=$2 ;;
 	--mib) mib=$2 ;;
+	--bs) bs=$2 ;;
 	--client) client=$2 ;;
 	--srv-mem) srv_mem=$2 ;;
 	--cli-mem) cli_mem=$2 ;;
@@ -95,7 +96,7 @@ ln -sf mount.nfs "$root/usr/sbin/mount.nfs4"
 if [[ -n $modules ]]; then
 	ver=$(ls "$modules/lib/modules" | head -1)
 	mkdir -p "$root/lib/modules"
-	modprobe -a -d "$modules" -S "$ver" --show-depends virtio_net nfsd nfsv4 sch_netem |
+	modprobe -a -d "$modules" -S "$ver" --show-depends virtio_net nfsd nfsv4 sch_netem tcp_diag |
 		awk '$1 == "insmod" { print $2 }' | while read -r ko; do
 		name=$(basename "${ko%.xz}")
 		[[ -e $root/lib/modules/$name ]] && continue
@@ -123,7 +124,7 @@ guest() { # role, kernel arm, memory MiB, netdev option, log (lab_arm: $arm)
 	timeout 3600 qemu-system-x86_64 -accel tcg -nographic -m "$3" -smp "$smp" \
 		-kernel "$(kernel_of "$2")" -initrd "$out/initrd.gz" -no-reboot \
 		-netdev "socket,id=n0,$4" -device virtio-net-pci,netdev=n0,mac=$mac \
-		-append "console=ttyS0 panic=-1 quiet role=$1 lab_arm=$arm lab_rtts=$rtts lab_mib=$mib lab_nconnect=$nconnect" \
+		-append "console=ttyS0 panic=-1 quiet role=$1 lab_arm=$arm lab_rtts=$rtts lab_mib=$mib lab_bs_mib=$bs lab_nconnect=$nconnect" \
 		>"$5" 2>&1
 }
 

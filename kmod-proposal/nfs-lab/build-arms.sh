@@ -28,7 +28,9 @@ base_vars 7.2 # the base series_patches() picks backports for
 arm_patches() {
 	case $1 in
 	stock) ;;
-	net) ls "$KMOD_DIR"/patches/net/00[0-9][0-9]-*.patch | grep -v /0000- ;;
+	net) for p in "$KMOD_DIR"/patches/net/00[0-9][0-9]-*.patch; do
+		[[ $p == */0000-* ]] || echo "$p"
+	done ;;
 	locked) echo "$LAB/lab-nfsd-locked.patch" ;;
 	series) series_patches ;; # lib.sh: net, net-next, sunrpc, in order
 	*) echo "build-arms: unknown arm '$1' (stock, net, locked, series)" >&2; return 2 ;;

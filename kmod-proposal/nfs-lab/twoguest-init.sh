@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # /init of the two-guest NFS lab (twoguest.sh): one qemu guest per role,
 # each with its own kernel, joined by a qemu stream backend (virtio-net,
 # eth0). role=server: the kernel's NFS server (NFSv4.2 over TCP,
@@ -111,6 +112,7 @@ client() {
 			# terse v3: field 6 read KiB, 9 read runtime ms; 47 and 50
 			# the same for writes.
 			if [ $op = read ]; then f=6; else f=47; fi
+			# shellcheck disable=SC2046 # three numbers, split on purpose
 			set -- $(awk -F';' -v f=$f '{ printf "%d %.3f %.1f", $f * 1024, $(f + 3) / 1000, ($(f + 3) > 0 ? $f * 1024 / ($(f + 3) / 1000) / 1e6 : 0) }' /tmp/fio.txt)
 			echo "@@ nfs2 arm=$arm rtt=$rtt op=$op rc=$rc bytes=${1:-0} secs=${2:-0} MBps=${3:-0} $(ask skmem)"
 			[ $rc -eq 0 ] || echo "@@ nfs2: fio: $(tail -2 /tmp/fio.err | tr '\n' ' ')"

@@ -76,7 +76,7 @@ make_tree() {
 	# Debian's top-level .gitignore ignores everything at the top: -f.
 	nice -n 19 git -C "$git_dir" add -f -A .
 	env "${ident[@]}" git -C "$git_dir" -c commit.gpgsign=false commit -q \
-		-m "Linux $BASE_VERSION (Debian $BASE_PACKAGE)"
+		-m "Linux ${BASE_VERSION%-*} (Debian $BASE_PACKAGE $BASE_VERSION)"
 	if [[ $(git -C "$git_dir" rev-parse HEAD) != "$BASE_COMMIT" ]]; then
 		echo "series: base commit $(git -C "$git_dir" rev-parse HEAD), base.env says $BASE_COMMIT" >&2
 		exit 1
@@ -84,8 +84,12 @@ make_tree() {
 	local prev=base t
 	for t in $SERIES_TREES; do
 		git -C "$git_dir" checkout -q -b "$t" "$prev"
-		git -C "$git_dir" am -q "$KMOD_DIR"/patches/"$t"/00[0-9][0-9]-*.patch
-		[[ -e $KMOD_DIR/patches/$t/0000-cover-letter.patch ]] || true
+		# The patches without their cover letter.
+		local ps=() p
+		for p in "$KMOD_DIR"/patches/"$t"/00[0-9][0-9]-*.patch; do
+			[[ $p == */0000-* ]] || ps+=("$p")
+		done
+		git -C "$git_dir" am -q "${ps[@]}"
 		prev=$t
 	done
 	echo "series: $git_dir: base $BASE_COMMIT, branches $SERIES_TREES"

@@ -40,6 +40,9 @@ uint64_t netns_of(const std::string &proc)
 namespace
 {
 
+// How long a guard's hand-over check waits for the daemon's answer.
+constexpr int register_wait_ms = 200;
+
 // A directory or file whose owner is @uid and that no one else may write.
 bool owned_alone(const struct stat &st, uid_t uid)
 {
@@ -206,12 +209,6 @@ int serving_pidfd(serving *out)
 		return err;
 	if (netns_of("/proc/self") != s.netns)
 		return -EXDEV;
-	// Where this process publishes (a container's private /dev/shm is
-	// another), the daemon must read.
-	struct stat shm;
-	if (stat(registry::default_dir, &shm) != 0 || uint64_t(shm.st_dev) != s.shm_dev ||
-	    uint64_t(shm.st_ino) != s.shm_ino)
-		return -EXDEV;
 	// A process that is not dumpable (it changed its credentials) has a
 	// root-owned /proc/PID, and the daemon refuses its table (its owner
 	// is not /proc's); with Yama's ptrace_scope at 3 no pidfd_getfd()
@@ -230,6 +227,15 @@ int serving_pidfd(serving *out)
 	if (registry::process_start_time(s.pid) != s.start) {
 		close(pidfd);
 		return -ENOENT;
+	}
+	// Served only once the daemon has this process's table and said so
+	// (no table yet: nothing to serve, the table offers itself when
+	// made).  Its refusal is the answer (-EXDEV: another network
+	// namespace, -EACCES, -EUSERS: too many tables of this user).
+	const int reg = registry::register_own(dir().c_str(), register_wait_ms);
+	if (reg < 0 && reg != -ENODATA) {
+		close(pidfd);
+		return reg == -ECONNREFUSED ? -ENOENT : reg;
 	}
 	return pidfd; // pidfd_open sets O_CLOEXEC itself
 }

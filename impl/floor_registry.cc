@@ -10,9 +10,12 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace sockbuf::registry
@@ -107,7 +110,14 @@ std::atomic<pid_t> g_opening{0};
 // The process that owns g_base; another pid (a forked child) must not use it.
 std::atomic<pid_t> g_owner{0};
 std::atomic<file_header *> g_base{nullptr};
-char g_path[160];
+// The own table's memfd (held: `sockbuf show` and the daemon find it here).
+std::atomic<int> g_fd{-1};
+// The daemon's run directory, read once (secure_getenv) at the first table.
+char g_dir[96];
+// The presence file's inode when the table was last offered to a daemon:
+// another one (a daemon started since) has it offered again.
+std::atomic<uint64_t> g_offered_to{0};
+std::atomic<uint64_t> g_offer_check_ns{0};
 // A private page that a fork() child sees zeroed (MADV_WIPEONFORK, Linux
 // 4.14): a 1 there says g_base is this process's, without a getpid()
 // system call per write.  nullptr where the kernel lacks it: getpid().
@@ -134,33 +144,9 @@ uint32_t home(uint64_t inode)
 	return uint32_t((inode * 0x9E3779B97F4A7C15ull) >> 32) % slot_count;
 }
 
-// Makes the table file at @path for process @pid (started at @start),
-// written by @publisher (0: @pid itself) and maps it; 0 or -errno.
-int make_file(const char *path, pid_t pid, uint64_t start, pid_t publisher, file_header **out)
+// Fills the header of a table just mapped at @m.
+file_header *init_header(void *m, pid_t pid, uint64_t start, pid_t publisher)
 {
-	const int oflags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = open(path, oflags, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		// Same pid and start time: this process before an exec() (or a
-		// publisher before it).  Take it over only if it is a plain
-		// file of ours.
-		struct stat st;
-		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
-			return -EEXIST;
-		unlink(path);
-		fd = open(path, oflags, 0600);
-	}
-	if (fd < 0)
-		return -errno;
-	void *m = MAP_FAILED;
-	if (ftruncate(fd, off_t(file_size)) == 0)
-		m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	int err = m == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (err) {
-		unlink(path);
-		return err;
-	}
 	madvise(m, file_size, MADV_DONTFORK);
 	auto *h = static_cast<file_header *>(m);
 	h->version = file_version;
@@ -173,20 +159,167 @@ int make_file(const char *path, pid_t pid, uint64_t start, pid_t publisher, file
 	// The magic last: a reader never takes a half-made header for a table.
 	std::atomic_thread_fence(std::memory_order_release);
 	std::memcpy(h->magic, file_magic, sizeof(file_magic));
-	*out = h;
+	return h;
+}
+
+// The whole of @fd's table allocated, then mapped: a file system (or a
+// memory cgroup) without room says so here, never with a SIGBUS at a
+// later write through the mapping.  0 or -errno.
+int allocate_and_map(int fd, void **out)
+{
+	if (fallocate(fd, 0, 0, off_t(file_size)) != 0)
+		return errno == EOPNOTSUPP ? -ENOSPC : -errno;
+	void *m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	*out = m;
 	return 0;
 }
 
-// Creates this process's file; 0 or -errno.  Called by one thread at a time.
+// Makes the table file at @path for process @pid (started at @start),
+// written by @publisher (0: @pid itself) and maps it; its descriptor in
+// @fd_out.  0 or -errno.
+int make_file(const char *path, pid_t pid, uint64_t start, pid_t publisher, file_header **out,
+	      int *fd_out)
+{
+	const int oflags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, oflags, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		// Same pid and start time: a publisher before it.  Take it
+		// over only if it is a plain file of ours.
+		struct stat st;
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			return -EEXIST;
+		unlink(path);
+		fd = open(path, oflags, 0600);
+	}
+	if (fd < 0)
+		return -errno;
+	void *m = nullptr;
+	if (int err = allocate_and_map(fd, &m); err < 0) {
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	*out = init_header(m, pid, start, publisher);
+	*fd_out = fd;
+	return 0;
+}
+
+// Whether @dir is a directory that root alone may write (the daemon's).
+bool root_dir(const char *dir)
+{
+	struct stat st;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+// The presence file's inode in @dir, or 0.
+uint64_t presence_inode(const char *dir)
+{
+	char path[160];
+	put_str(put_str(put_str(path, dir), "/serving"), "")[0] = '\0';
+	struct stat st;
+	return lstat(path, &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
+// Offers the table whose descriptor here is @fd (a read-only one of it
+// goes) to the daemon in @dir; see register_own().
+int offer(const char *dir, int fd, register_kind kind, pid_t target, int wait_ms)
+{
+	if (!root_dir(dir))
+		return errno == ENOENT ? -ENOENT : -EPERM;
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	const size_t dlen = std::strlen(dir);
+	if (dlen + 1 + std::strlen(register_socket) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	put_str(put_str(put_str(a.sun_path, dir), "/"), register_socket)[0] = '\0';
+	// A read-only description of the same table: the daemon reads, never
+	// writes.
+	char self[64];
+	put_str(put_u64(put_str(self, "/proc/self/fd/"), uint64_t(fd)), "")[0] = '\0';
+	const int ro = open(self, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return -errno;
+	const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0) {
+		const int err = -errno;
+		close(ro);
+		return err;
+	}
+	int err = 0;
+	if (connect(s, reinterpret_cast<struct sockaddr *>(&a), sizeof(a)) != 0)
+		err = -errno;
+	if (!err) {
+		registration_message m = {};
+		std::memcpy(m.magic, register_magic, sizeof(m.magic));
+		m.kind = kind;
+		m.fd = fd;
+		m.target = int32_t(target);
+		struct iovec iov = {&m, sizeof(m)};
+		alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+		struct msghdr mh = {};
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		std::memcpy(CMSG_DATA(c), &ro, sizeof(int));
+		if (sendmsg(s, &mh, MSG_NOSIGNAL) != ssize_t(sizeof(m)))
+			err = errno ? -errno : -EIO;
+	}
+	close(ro);
+	if (!err && wait_ms > 0) {
+		struct pollfd p = {s, POLLIN, 0};
+		int32_t answer = 0;
+		const int n = poll(&p, 1, wait_ms);
+		if (n == 0)
+			err = -ETIMEDOUT;
+		else if (n < 0)
+			err = -errno;
+		else if (recv(s, &answer, sizeof(answer), MSG_DONTWAIT) != ssize_t(sizeof(answer)))
+			err = -ECONNRESET;
+		else
+			err = answer > 0 || answer < -4095 ? -EPROTO : answer;
+	}
+	close(s);
+	return err;
+}
+
+// Creates this process's table; 0 or -errno.  Called by one thread at a time.
 int create(pid_t self)
 {
 	uint64_t start = start_time_of(0);
 	if (start == 0)
 		return -ENOENT;
-	make_path(g_path, default_dir, int(self), start);
-	file_header *h = nullptr;
-	if (int err = make_file(g_path, self, start, 0, &h); err < 0)
+	if (!g_dir[0]) {
+		const char *env = secure_getenv("SOCKBUF_DAEMON_DIR");
+		const char *d = env && *env ? env : "/run/sockbufd";
+		if (std::strlen(d) < sizeof(g_dir))
+			put_str(g_dir, d)[0] = '\0';
+	}
+	// A forked child holds its parent's table's descriptor: not its own.
+	if (const int old = g_fd.exchange(-1); old >= 0)
+		close(old);
+	const int fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	void *m = nullptr;
+	int err = allocate_and_map(fd, &m);
+	// Never shrunk or grown under a reader's mapping.
+	if (!err && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		err = -errno;
+	if (err) {
+		if (m)
+			munmap(m, file_size);
+		close(fd);
 		return err;
+	}
+	file_header *h = init_header(m, self, start, 0);
 	void *page =
 	    mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) != 0) {
@@ -194,10 +327,34 @@ int create(pid_t self)
 		page = MAP_FAILED;
 	}
 	auto *mine = page == MAP_FAILED ? nullptr : new (page) std::atomic<int>(1);
+	g_fd.store(fd, std::memory_order_release);
 	g_base.store(h, std::memory_order_release);
 	g_owner.store(self, std::memory_order_release);
 	g_mine.store(mine, std::memory_order_release);
+	if (g_dir[0]) {
+		g_offered_to.store(presence_inode(g_dir), std::memory_order_relaxed);
+		(void)offer(g_dir, fd, kind_own, 0, 0);
+	}
 	return 0;
+}
+
+// At most once a second: a daemon started since the table was offered
+// (its presence file is another) is offered it.  Async-signal-safe.
+void offer_again()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const uint64_t now = uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+	uint64_t due = g_offer_check_ns.load(std::memory_order_relaxed);
+	if (now < due || !g_offer_check_ns.compare_exchange_strong(due, now + 1'000'000'000,
+								   std::memory_order_relaxed))
+		return;
+	const uint64_t ino = g_dir[0] ? presence_inode(g_dir) : 0;
+	if (!ino || ino == g_offered_to.load(std::memory_order_relaxed))
+		return;
+	const int fd = g_fd.load(std::memory_order_acquire);
+	if (fd >= 0 && offer(g_dir, fd, kind_own, 0, 0) == 0)
+		g_offered_to.store(ino, std::memory_order_relaxed);
 }
 
 // This process's table, made on first use when @make; nullptr if none.
@@ -324,7 +481,9 @@ int publish(uint64_t inode, int snd, int rcv, source who)
 	file_header *h = own_table(true, &err);
 	if (!h)
 		return err;
-	return put(h, inode, snd, rcv, who);
+	const int ret = put(h, inode, snd, rcv, who);
+	offer_again();
+	return ret;
 }
 
 void withdraw(uint64_t inode, source who)
@@ -359,7 +518,16 @@ int foreign_table::open(int pid)
 	char path[160];
 	make_path(path, default_dir, pid, start);
 	path_ = path;
-	return make_file(path_.c_str(), pid, start, getpid(), &h_);
+	if (int err = make_file(path_.c_str(), pid, start, getpid(), &h_, &fd_); err < 0)
+		return err;
+	offer_foreign();
+	return 0;
+}
+
+void foreign_table::offer_foreign()
+{
+	const char *env = secure_getenv("SOCKBUF_DAEMON_DIR");
+	(void)offer(env && *env ? env : "/run/sockbufd", fd_, kind_foreign, h_->pid, 0);
 }
 
 int foreign_table::publish(uint64_t inode, int snd, int rcv, source who)
@@ -386,13 +554,20 @@ void foreign_table::release()
 	if (h_ && h_ != MAP_FAILED)
 		munmap(h_, file_size);
 	h_ = nullptr;
+	if (fd_ >= 0)
+		close(fd_);
+	fd_ = -1;
 }
 
 int foreign_table::reopen()
 {
 	// The parent's mapping is not in this process (MADV_DONTFORK):
-	// only the path is.
+	// only the path and the descriptor are; the parent's descriptor is
+	// not this publisher's.
 	h_ = nullptr;
+	if (fd_ >= 0)
+		close(fd_);
+	fd_ = -1;
 	if (path_.empty())
 		return -EBADF;
 	int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
@@ -403,18 +578,22 @@ int foreign_table::reopen()
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
 	    size_t(st.st_size) == file_size)
 		m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	int err = m == MAP_FAILED ? -EBADF : 0;
-	close(fd);
-	if (err)
-		return err;
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -EBADF;
+	}
 	madvise(m, file_size, MADV_DONTFORK);
 	h_ = static_cast<file_header *>(m);
 	h_->publisher = int32_t(getpid());
+	fd_ = fd;
+	offer_foreign();
 	return 0;
 }
 
 foreign_table::~foreign_table()
 {
+	if (fd_ >= 0)
+		close(fd_);
 	if (!h_)
 		return;
 	unlink(path_.c_str());
@@ -423,13 +602,27 @@ foreign_table::~foreign_table()
 
 void close_own()
 {
-	int err = 0;
-	file_header *h = own_table(false, &err);
-	// No new file after this, and the mapping stays: another thread may
-	// still be writing into it while the process exits.
+	// No new table after this, and the mapping stays: another thread may
+	// still be writing into it while the process exits.  The table has
+	// no name: it goes with the process.
 	g_enabled.store(-1, std::memory_order_relaxed);
-	if (h)
-		unlink(g_path);
+}
+
+int own_table_fd()
+{
+	int err = 0;
+	return own_table(false, &err) ? g_fd.load(std::memory_order_acquire) : -1;
+}
+
+int register_own(const char *dir, int wait_ms)
+{
+	const int fd = own_table_fd();
+	if (fd < 0)
+		return -ENODATA;
+	const int ret = offer(dir, fd, kind_own, 0, wait_ms);
+	if (ret == 0 && std::strcmp(dir, g_dir) == 0)
+		g_offered_to.store(presence_inode(dir), std::memory_order_relaxed);
+	return ret;
 }
 
 uint64_t process_start_time(int pid)

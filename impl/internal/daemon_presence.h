@@ -2,9 +2,10 @@
 // Whether sockbufd serves a process's floors.  The daemon says so in a
 // file while it runs, "PID START NETNS SHMDEV SHMINO\n" (its pid, its
 // start time in clock ticks, the inode of its network namespace, the
-// device and inode of the /dev/shm it reads floor tables from), renamed
-// into place in its run directory; it serves the processes of that
-// namespace that publish in that /dev/shm.
+// device and inode of its /dev/shm: a field kept for readers of earlier
+// versions), renamed into place in its run directory; it serves the
+// processes of that namespace that hand it their floor table over the
+// socket "register" beside the file (impl/internal/floor_registry.h).
 //
 // Two kinds of reader: `sockbuf show` (served_by of each socket), and a
 // floor guard, which hands its sockets over to the daemon and takes them
@@ -72,15 +73,18 @@ uint64_t netns_of(const std::string &proc);
 bool serves(pid_t pid);
 
 // For a guard that hands over: a pidfd (O_CLOEXEC) of the live daemon
-// that serves this process's network namespace, readable when it exits;
-// or -ENOENT (no daemon, or the one named has gone), -EPERM (the file is
-// not root's), -EXDEV (it serves another namespace, or reads another
-// /dev/shm than this process publishes in), -EACCES (it could not take
-// this process's sockets or read its table: the process is not dumpable,
-// or Yama's ptrace_scope is 3), -EINVAL, -ENOSYS (no pidfd_open: before
-// 5.3), or another -errno.  The start time is
-// checked after the pidfd is open, so the pidfd names the daemon the file
-// names, not a process that took its number.  @out: what the file said.
+// that serves this process's network namespace, readable when it exits,
+// once the daemon has answered that it serves this process's floor table
+// (registry::register_own, waited for at most 200 ms); or -ENOENT (no
+// daemon, or the one named has gone), -EPERM (the file is not root's),
+// -EXDEV (it serves another namespace), -EACCES (it could not take this
+// process's sockets or read its table: the process is not dumpable, or
+// Yama's ptrace_scope is 3), -ETIMEDOUT (no answer), the daemon's own
+// refusal, -EINVAL, -ENOSYS (no pidfd_open: before 5.3), or another
+// -errno.  The start time is checked after the pidfd is open, so the
+// pidfd names the daemon the file names, not a process that took its
+// number.  @out: what the file said.  The one place a guard decides
+// whether a daemon serves it.
 int serving_pidfd(serving *out);
 
 // The run directory held (O_PATH, O_CLOEXEC) if it is a directory, not a

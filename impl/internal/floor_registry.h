@@ -1,23 +1,43 @@
 // SPDX-License-Identifier: MIT
 // The floor registry: a process with guarded (sockbuf_guard_add) or
-// shimmed sockets publishes each socket's floors in a file of its own, so
+// shimmed sockets publishes each socket's floors in a table of its own, so
 // that `sockbuf show`, looking from outside, can tell which sockets are
-// under their floor.
+// under their floor, and sockbufd can keep them.
 //
-// The file is /dev/shm/sockbuf-floors.PID.START (START: the process's start
-// time in clock ticks, field 22 of /proc/PID/stat, so that a reused pid is
-// never misread), mode 0600, a header and fixed-size slots.  Writers use
-// only system calls and atomics (no malloc, no lock): safe from a signal
-// handler.  A forked child never writes into its parent's table (the
-// mapping is not inherited, MADV_DONTFORK; the child makes its own file on
-// its first write).  The file is removed at exit (not after _exit() or a
-// fatal signal: readers ignore and clean such stale files).
+// A process's own table is a memfd named "sockbuf-floors" (memfd_create,
+// close-on-exec), its whole size allocated before it is mapped
+// (fallocate: a full memory cgroup is an error, never a SIGBUS) and sealed
+// against shrinking and growing; its descriptor stays open in the process.
+// It has no name in any directory: it goes with the process (exit, a
+// signal, an exec), and only those who may look into the process's
+// descriptor table (/proc/PID/fd, the ptrace rule: its user, with at least
+// its capabilities) can open it.  `sockbuf show` reads it there.
+//
+// The table is handed to sockbufd over a unix stream socket in the
+// daemon's run directory (register_socket, registration_message): the
+// process sends a read-only descriptor of it (SCM_RIGHTS) and the number
+// of its own descriptor; the daemon takes the peer's identity from the
+// kernel (SO_PEERCRED, SO_PEERPIDFD) and checks that this process holds
+// the table at that number.  At the table's creation, at the first
+// publication after a daemon (re)started, and from a guard's hand-over
+// check.
+//
+// The layout: a header and fixed-size slots.  Writers use only system
+// calls and atomics (no malloc, no lock): safe from a signal handler.  A
+// forked child never writes into its parent's table (the mapping is not
+// inherited, MADV_DONTFORK; the child makes its own on its first write).
 //
 // Publication is on unless the environment has SOCKBUF_FLOOR_REGISTRY=0
 // (read once, at the first write).
 //
-// This is the format and the writer, in the library.  The reader and the
-// cleaner of stale files are the command's (tools/cli/floor_read.h).
+// A table that another process publishes for a process (foreign_table:
+// the supervisor, `sockbuf fix --guard`) is a file in /dev/shm named
+// "sockbuf-floors.PID.START" (START: the process's start time in clock
+// ticks, field 22 of /proc/PID/stat), mode 0600, allocated before it is
+// mapped, removed with its object.
+//
+// This is the format and the writer, in the library.  The reader is the
+// command's (tools/cli/floor_read.h).
 #pragma once
 
 #include <atomic>
@@ -44,6 +64,29 @@ inline constexpr uint32_t file_version = 1;
 inline constexpr uint32_t slot_count = 8192;
 inline constexpr const char *default_dir = "/dev/shm";
 inline constexpr const char *file_prefix = "sockbuf-floors.";
+// A process's own table: the memfd's name, and its descriptor's link in
+// /proc/PID/fd ("/memfd:sockbuf-floors (deleted)").
+inline constexpr const char *memfd_name = "sockbuf-floors";
+inline constexpr const char *memfd_link = "/memfd:sockbuf-floors ";
+// The daemon's registration socket, in its run directory
+// (impl/internal/daemon_presence.h).
+inline constexpr const char *register_socket = "register";
+
+// What a process sends with its table's descriptor (SCM_RIGHTS); the
+// daemon answers one int32_t: 0 (served), or -errno.
+inline constexpr char register_magic[8] = {'S', 'B', 'R', 'E', 'G', '1', 0, 0};
+enum register_kind : int32_t {
+	kind_own = 0,	  // the sender's own table (header pid: the sender)
+	kind_foreign = 1, // a table the sender publishes for process @target
+};
+struct registration_message {
+	char magic[8];
+	int32_t kind;	// enum register_kind
+	int32_t fd;	// the table's descriptor number in the sender
+	int32_t target; // kind_foreign: the pid the table is for
+	uint32_t reserved;
+};
+static_assert(sizeof(registration_message) == 24);
 
 struct file_header {
 	char magic[8];
@@ -92,11 +135,22 @@ inline constexpr size_t file_size = sizeof(file_header) + size_t(slot_count) * s
 // off).  withdraw() forgets it; unknown inodes are fine.
 int publish(uint64_t inode, int snd, int rcv, source who);
 void withdraw(uint64_t inode, source who);
-// Removes this process's file and ends publication (done at exit).
+// Ends publication (done at exit).  The table goes with the process.
 void close_own();
 // What this process's floor guard keeps (file_header::guard_*), in its
 // table if it has one: the last guard to say wins.  @set_us 0: no guard.
 void publish_guard(uint32_t mem_us, uint32_t set_us, int served_by);
+
+// This process's own table: its descriptor, or -1 when it has none (yet).
+int own_table_fd();
+
+// Hands this process's own table to the daemon whose run directory is
+// @dir (root's, writable by no one else; else -EPERM): 0 when it answered
+// that it serves it, its -errno, -ETIMEDOUT after @wait_ms without an
+// answer, or -errno of the connection (-ENOENT, -ECONNREFUSED: no
+// daemon).  @wait_ms 0: sent, not waited for (0 once sent).
+// Async-signal-safe with @wait_ms 0.
+int register_own(const char *dir, int wait_ms);
 
 // A table that another process publishes for process @pid: `sockbuf run
 // --via seccomp` and `sockbuf fix --guard` set floors on sockets they
@@ -114,7 +168,8 @@ public:
 	foreign_table &operator=(const foreign_table &) = delete;
 
 	// Makes the file for @pid (as publish() would: not when publication
-	// is off).  0 or -errno.
+	// is off), its space allocated first (-ENOSPC: /dev/shm is full), and
+	// offers it to a running daemon.  0 or -errno.
 	int open(int pid);
 	bool is_open() const { return h_ != nullptr; }
 	// As publish() and withdraw(), in @pid's table.
@@ -128,7 +183,10 @@ public:
 	int reopen();
 
 private:
+	void offer_foreign();
+
 	file_header *h_ = nullptr;
+	int fd_ = -1; // held: the daemon checks the publisher has it
 	std::string path_;
 };
 

@@ -36,11 +36,36 @@ def arguments():
     return ap
 
 
+# Set in the copy of a test that runs in its own mount namespace.
+ISOLATED = "SOCKBUF_TEST_ISOLATED"
+
+
+def isolate():
+    """Runs this script again in a mount namespace of its own, with a
+    private tmpfs on /dev/shm and on the daemon's run directory
+    (/run/sockbufd): what another test or a real sockbufd publishes there
+    can neither fail these checks nor be disturbed by them.  Returns in
+    that copy; as not root, returns at once (the checks skip)."""
+    if os.environ.get(ISOLATED) == "1" or os.geteuid() != 0:
+        return
+    script = ("mount --make-rprivate / && "
+              "mount -t tmpfs -o mode=1777,size=64m sockbuf-test /dev/shm && "
+              "mkdir -p /run/sockbufd && "
+              "mount -t tmpfs -o mode=755,size=1m sockbuf-test /run/sockbufd && "
+              'exec "$@"')
+    os.environ[ISOLATED] = "1"
+    sys.stdout.flush()
+    os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                          script, "sh", sys.executable, *sys.argv])
+
+
 def run_checks(body, args, missing=None):
     """The checks' exit status: body(ns, args, tmp) in a fresh pair of
-    network namespaces (rp.Namespaces) with a temporary directory, then
-    the verdict; a skip instead where they cannot run here: not root, no
-    user nobody, or @missing(), the checks' own reason (or None)."""
+    network namespaces (rp.Namespaces) with a temporary directory, in a
+    mount namespace of their own (isolate()), then the verdict; a skip
+    instead where they cannot run here: not root, no user nobody, or
+    @missing(), the checks' own reason (or None)."""
+    isolate()
     why = rp.root_missing()
     if not why:
         try:

@@ -145,38 +145,137 @@ int read_header(int pid, uint64_t start_time, header_info *out, std::string *why
 	return parse_header(bytes, pid, start_time, path, out, why);
 }
 
+int read_fd(int fd, int pid, uint64_t start_time, const std::string &what, table *out,
+	    std::string *why)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return fail(why, -EIO, what + ": fstat failed");
+	if (!S_ISREG(st.st_mode))
+		return fail(why, -EPERM, what + ": not a regular file");
+	if (size_t(st.st_size) != file_size)
+		return fail(why, -EBADMSG,
+			    what + ": size " + std::to_string(st.st_size) + ", expected " +
+				std::to_string(file_size));
+	std::vector<char> a(file_size), b(file_size);
+	if (!read_all(fd, &a) || !read_all(fd, &b))
+		return fail(why, -EBADMSG, what + ": shorter than its size");
+	return parse_images(a.data(), b.data(), pid, start_time, what, out, why);
+}
+
+namespace
+{
+
+// The own table (a memfd, floor_registry.h) that process @pid started at
+// @start holds: 0, -ENOENT (none), or -errno of the one found.  Through
+// /proc/PID/fd, with the rights that reading its sockets takes.
+int read_own(int pid, uint64_t start, table *out, std::string *why)
+{
+	const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+	DIR *d = opendir(fds.c_str());
+	if (!d)
+		return -ENOENT;
+	int ret = -ENOENT;
+	const size_t mlen = std::strlen(memfd_link);
+	while (dirent *e = readdir(d)) {
+		if (e->d_name[0] == '.')
+			continue;
+		const std::string link = fds + "/" + e->d_name;
+		char target[128];
+		const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+		if (n < ssize_t(mlen) || std::memcmp(target, memfd_link, mlen) != 0)
+			continue;
+		const int fd = open(link.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		table t;
+		std::string w;
+		const int r = read_fd(fd, pid, start, link, &t, &w);
+		close(fd);
+		// A forked child still holds its parent's table (the pid
+		// differs): not this process's.
+		if (r == 0 && t.publisher == 0) {
+			*out = std::move(t);
+			ret = 0;
+			break;
+		}
+		if (r != -ESTALE && ret == -ENOENT) {
+			ret = r;
+			*why = w;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+} // namespace
+
 int read_pid(int pid, table *out, std::string *why)
 {
 	const uint64_t start = process_start_time(pid);
+	if (start == 0)
+		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
+	std::string w;
+	const int own = read_own(pid, start, out, &w);
+	if (own != -ENOENT) {
+		if (own < 0 && why)
+			*why = w;
+		return own;
+	}
+	// A table another process publishes for it (foreign_table).
 	const std::string path = file_path(default_dir, pid, start);
 	uid_t uid = 0;
-	if (start == 0 || table_user(pid, path, &uid) != 0)
+	if (table_user(pid, path, &uid) != 0)
 		return fail(why, -ESRCH, "process " + std::to_string(pid) + " is gone");
 	int ret = read_file(path, pid, start, uid, out, why);
 	if (ret < 0)
 		return ret;
 	struct stat st;
-	// A foreign table: its publisher maps it, never the process.
-	if (stat(path.c_str(), &st) == 0 && !still_mapped(pid, st.st_ino) &&
-	    !(out->publisher > 0 && still_mapped(out->publisher, st.st_ino))) {
+	// Only while its publisher maps it.
+	if (out->publisher <= 0 || stat(path.c_str(), &st) != 0 ||
+	    !still_mapped(out->publisher, st.st_ino)) {
 		*out = table{};
-		return fail(why, -ESTALE, path + ": left by an earlier program of this process");
+		return fail(why, -ESTALE, path + ": left by a publisher that has gone");
 	}
 	return 0;
 }
+
+namespace
+{
+
+// A decimal number of at most @max digits, without sign, space or
+// leading zero, that ends at @end: strtoul and sscanf take "+1", " 1" and
+// "01" for 1, and a name must have one spelling only.
+bool strict_number(const char *p, char end, size_t max, unsigned long long *out)
+{
+	size_t n = 0;
+	unsigned long long v = 0;
+	for (; p[n] >= '0' && p[n] <= '9'; n++) {
+		if (n == max)
+			return false;
+		v = v * 10 + unsigned(p[n] - '0');
+	}
+	if (n == 0 || p[n] != end || (p[0] == '0' && n > 1))
+		return false;
+	*out = v;
+	return true;
+}
+
+} // namespace
 
 bool parse_file_name(const char *name, int *pid, uint64_t *start_time)
 {
 	const size_t plen = std::strlen(file_prefix);
 	if (std::strncmp(name, file_prefix, plen) != 0)
 		return false;
-	unsigned long p = 0;
-	unsigned long long start = 0;
-	int used = 0;
-	if (std::sscanf(name + plen, "%lu.%llu%n", &p, &start, &used) != 2 ||
-	    name[plen + size_t(used)] != '\0' || p == 0 || p > 0x7fffffff)
+	const char *p = name + plen;
+	unsigned long long v = 0, start = 0;
+	if (!strict_number(p, '.', 10, &v) || v == 0 || v > 0x7fffffff)
 		return false;
-	*pid = int(p);
+	const char *dot = std::strchr(p, '.');
+	if (!strict_number(dot + 1, '\0', 20, &start))
+		return false;
+	*pid = int(v);
 	*start_time = start;
 	return true;
 }

@@ -68,7 +68,8 @@ int parse_images(const char *a, const char *b, int pid, uint64_t start_time,
 int read_header(int pid, uint64_t start_time, header_info *out, std::string *why);
 
 // The pid and start time a table's file name @name carries
-// ("sockbuf-floors.PID.START"); false for any other name.
+// ("sockbuf-floors.PID.START", decimal without sign or leading zero);
+// false for any other name.
 bool parse_file_name(const char *name, int *pid, uint64_t *start_time);
 
 // parse_images()'s checks of the header at @bytes (sizeof(file_header)
@@ -76,11 +77,17 @@ bool parse_file_name(const char *name, int *pid, uint64_t *start_time);
 int parse_header(const char *bytes, int pid, uint64_t start_time, const std::string &what,
 		 header_info *out, std::string *why);
 
-// The live table of process @pid: the file named for its pid and start
-// time, owned by its user (or by root: made before a forked worker changed
-// user), and still mapped by it (an exec()ed process
-// drops the mapping: its table is stale) or, for a foreign_table, by its
-// publisher.
+// Reads and checks the table open at @fd (a regular file of the table's
+// size, read twice, parse_images()) of process @pid started at
+// @start_time; @what names it in @why.  0 or -errno.
+int read_fd(int fd, int pid, uint64_t start_time, const std::string &what, table *out,
+	    std::string *why);
+
+// The live table of process @pid: its own (the memfd it holds, found in
+// /proc/PID/fd: a process that exec()ed holds none), else the file a
+// publisher keeps for it in /dev/shm (foreign_table: named for its pid
+// and start time, owned by its user or root, and still mapped by the
+// publisher the header names).
 int read_pid(int pid, table *out, std::string *why);
 
 // Removes files in @dir whose process is gone or whose start time does

@@ -1,22 +1,44 @@
 // SPDX-License-Identifier: MIT
-// What sockbufd watches: every floor table under /dev/shm whose process
-// is alive, read whole when its header's change count moved (at most
-// every --reread ms) and at least every --net-interval ms, and the
-// sockets those tables name kept at their floors through the remote guard
+// What sockbufd watches: the floor tables processes hand it over its
+// registration socket ("register" in its run directory, a unix stream
+// socket anyone may connect to; impl/internal/floor_registry.h), read
+// whole when a table's header's change count moved (at most every
+// --reread ms) and at least every --net-interval ms, and the sockets
+// those tables name kept at their floors through the remote guard
 // (tools/cli/remote_guard.h: pidfd_getfd(), the cookie checked right
 // before the write, no copy held).
 //
-// Nothing in a table is trusted: the file must be the process's (its
-// name, pid and start time; owned by its user, mode 0600, not a link),
-// every field is checked (tools/cli/floor_read.h, fuzzed), a bad file is
-// skipped, counted and said once, and the daemon goes on.  A process
-// names only sockets in its own descriptor table (found there by inode),
-// and a restore uses SO_*BUFFORCE only when the process could itself
-// (CAP_NET_ADMIN in the initial user namespace, force_rights.h).
+// Whom a table serves is what the kernel says, never what a file says:
+// the peer of the connection (SO_PEERCRED; its pidfd from SO_PEERPIDFD,
+// or pidfd_open() of its pid before 6.5) must hold the table it sends at
+// the descriptor number it names (/proc/PID/fd/N is the same file),
+// checked while its pidfd shows it alive.  Its own table (a sealed memfd)
+// serves the peer; a table it publishes for another process (the
+// supervisor's, `sockbuf fix --guard`'s) serves that process only when
+// the peer could take its sockets itself (the ptrace rule: same user,
+// at least its capabilities; or CAP_SYS_PTRACE).  The daemon never opens
+// a table by name and scans no directory.  A process is forgotten when
+// its pidfd says it exited, or when it no longer holds its table (an
+// exec closes it).  A restore uses SO_*BUFFORCE only when the process
+// could itself (CAP_NET_ADMIN in the initial user namespace,
+// force_rights.h) both when it registered and now.
+//
+// Nothing in a table is trusted: every field is checked
+// (tools/cli/floor_read.h, fuzzed), a bad table is skipped, counted and
+// said once, and the daemon goes on.  A process names only sockets in its
+// own descriptor table (found there by inode).
+//
+// Fair share: what reading tables costs (the reads, the walks of
+// /proc/PID/fd) is accounted per user and per process; each tick rereads
+// tables within a budget, the least-served user first, so that one
+// user's processes (many, large, always changing) cannot hold back
+// another user's.  A process left for a later tick is counted (tables
+// refused, reason "share") and named once in the log.  At most
+// max_per_uid processes per user are served.
 //
 // Sockets are read from this network namespace's inet_diag dump: a
-// process in another network namespace is skipped and counted
-// (reason "netns").
+// process in another network namespace is refused and counted (reason
+// "netns").
 //
 // With events (--events on, where the programs load: CAP_BPF and
 // CAP_PERFMON, BTF, fexit) one set of the guard's event programs serves
@@ -38,20 +60,49 @@
 #include <set>
 #include <string>
 #include <sys/types.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
 namespace sockbuf::daemon
 {
 
+// A descriptor closed with its scope unless released.
+struct owned_fd {
+	int fd = -1;
+	owned_fd() = default;
+	explicit owned_fd(int f) : fd(f) {}
+	owned_fd(const owned_fd &) = delete;
+	owned_fd &operator=(const owned_fd &) = delete;
+	~owned_fd()
+	{
+		if (fd >= 0)
+			::close(fd);
+	}
+	int release()
+	{
+		const int f = fd;
+		fd = -1;
+		return f;
+	}
+};
+
 class host
 {
 public:
 	host(const options &o, metrics &m);
+	~host();
+	host(const host &) = delete;
+	host &operator=(const host &) = delete;
 
-	// Reads the directory again (at the next tick): something was
-	// created or removed there.
-	void dir_changed() { dir_dirty_ = true; }
+	// The registration socket's descriptor set (an epoll fd: the
+	// listening socket, connections not yet read, the pidfds of served
+	// processes), readable when one of them is; -1 when the socket could
+	// not be made (register_err()).
+	int register_fd() const { return ep_; }
+	int register_err() const { return reg_err_; }
+	// Accepts and answers registrations, forgets processes that exited.
+	void on_register();
 	// Every table read whole at the next tick (SIGHUP).
 	void reread_all() { force_all_ = true; }
 
@@ -76,6 +127,15 @@ public:
 private:
 	struct watched {
 		uint64_t start = 0;
+		int table = -1;	    // the table (read-only), from the registration
+		int pidfd = -1;	    // the served process's
+		pid_t holder = 0;   // who holds the table: the process, or its publisher
+		int holder_fd = -1; // at this number
+		uint64_t table_dev = 0, table_ino = 0;
+		uid_t uid = 0;		 // the served process's user, for the fair share
+		bool may_force = false;	 // at registration
+		bool over_share = false; // said once
+		uint64_t deferred = 0;
 		bool read = false;	   // read whole at least once
 		uint32_t changes = 0;	   // the header's count at the last whole read
 		uint64_t last_read_ms = 0; // when
@@ -84,8 +144,19 @@ private:
 		service svc;
 	};
 
-	void scan_dir();
+	int listen_register();
+	void accept_all();
+	void answer(int conn);
+	int admit(int conn, pid_t *served, watched *w);
+	int vet(owned_fd &table, owned_fd &peer, pid_t holder, int holder_fd, int kind,
+		pid_t target, pid_t *served, watched *w);
+	void install(pid_t served, watched &w);
+	void scan_step(uint64_t budget_us);
+	void forget(pid_t pid);
+	bool holds_table(const watched &w) const;
+	bool due(pid_t pid, watched &w, uint64_t now_ms);
 	void refresh(pid_t pid, watched &w, uint64_t now_ms);
+	void share_out(uint64_t now_ms);
 	void refuse(pid_t pid, watched &w, const char *reason, const std::string &why);
 	void restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 		      const struct sockbuf_report &rep);
@@ -97,8 +168,20 @@ private:
 	cli::remote::guard guard_;
 	std::map<pid_t, watched> procs_;
 	uint64_t own_netns_ = 0;
-	bool dir_dirty_ = true;
 	bool force_all_ = false;
+
+	int ep_ = -1, listen_ = -1, reg_err_ = 0;
+	// The processes that published before this daemon started: each
+	// looked at once (their descriptor tables, for a table), a part a
+	// tick.
+	std::vector<pid_t> to_scan_;
+	bool scan_listed_ = false;
+	std::map<int, std::pair<uint64_t, uid_t>> pending_; // connection -> deadline, user
+	std::map<pid_t, uint64_t> said_;   // refused offers said (pid -> start time)
+	std::map<uid_t, double> spent_us_; // table work per user, decayed
+	uint64_t spent_at_ms_ = 0;
+	static constexpr size_t max_per_uid = 1024;
+	static constexpr size_t max_pending_per_uid = 16;
 	uint64_t next_net_ms_ = 0;
 	std::map<std::pair<pid_t, int>, uint64_t> last_line_; // restore lines: 1/s per socket
 	// And at most max_lines_per_s in all: under pressure thousands of

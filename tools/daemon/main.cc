@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -207,18 +206,11 @@ int main(int argc, char **argv)
 		fmt::print(stderr, "sockbufd: --metrics-listen {}: {}\n", opt.metrics_listen, why);
 		return 1;
 	}
-	// New and removed tables wake discovery at once; changes inside a
-	// table are seen through its header's count at each pass.
-	const int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ifd >= 0 && inotify_add_watch(ifd, "/dev/shm",
-					  IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0)
-		fmt::print(stderr,
-			   "sockbufd: inotify on /dev/shm: {}; new tables are found "
-			   "within --net-interval\n",
-			   std::strerror(errno));
-
 	host h(opt, m);
 	restore_journal(h);
+	if (h.register_err())
+		fmt::print(stderr, "sockbufd: {}/register: {}; no process can register\n",
+			   sockbuf::presence::dir(), std::strerror(-h.register_err()));
 	h.tick(monotonic_ms());
 	sockbuf::progress::writer beats;
 	open_progress(&beats, opt, h);
@@ -253,9 +245,9 @@ int main(int argc, char **argv)
 		beats.beat(); // the last iteration is done
 		const uint64_t now = monotonic_ms();
 		const int wait = next_pass > now ? int(next_pass - now) : 0;
-		// -1 entries are skipped by poll(): no inotify, no events.
+		// -1 entries are skipped by poll(): no registrations, no events.
 		struct pollfd fds[3] = {
-		    {sfd, POLLIN, 0}, {ifd, POLLIN, 0}, {h.events_fd(), POLLIN, 0}};
+		    {sfd, POLLIN, 0}, {h.register_fd(), POLLIN, 0}, {h.events_fd(), POLLIN, 0}};
 		const int n = poll(fds, 3, wait);
 		if (n < 0 && errno != EINTR) {
 			fmt::print(stderr, "sockbufd: poll: {}\n", std::strerror(errno));
@@ -273,12 +265,8 @@ int main(int argc, char **argv)
 			if (stop)
 				break;
 		}
-		if (n > 0 && ifd >= 0 && (fds[1].revents & POLLIN)) {
-			char buf[4096];
-			while (read(ifd, buf, sizeof(buf)) > 0)
-				;
-			h.dir_changed();
-		}
+		if (n > 0 && (fds[1].revents & POLLIN))
+			h.on_register();
 		if (n > 0 && (fds[2].revents & POLLIN))
 			h.on_records();
 		if (monotonic_ms() < next_pass)

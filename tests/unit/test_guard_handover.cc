@@ -33,8 +33,10 @@
 #include <string>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -70,25 +72,65 @@ public:
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) != 0)
 			return;
+		// Its registration socket: every table offered is served.
+		const int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_un a = {};
+		a.sun_family = AF_UNIX;
+		const std::string path = dir_ + "/register";
+		std::memcpy(a.sun_path, path.c_str(), path.size());
+		if (ls < 0 || bind(ls, reinterpret_cast<struct sockaddr *>(&a), sizeof(a)) != 0 ||
+		    listen(ls, 16) != 0)
+			return;
 		pid_ = fork();
 		if (pid_ == 0) {
 			::close(p[1]);
-			// A beat a millisecond until the parent closes its end.
+			// A beat a millisecond, and an answer to each registration,
+			// until the parent closes its end.
 			for (;;) {
-				struct pollfd w = {p[0], POLLIN, 0};
-				if (::poll(&w, 1, 1) != 0)
+				struct pollfd w[2] = {{p[0], POLLIN, 0}, {ls, POLLIN, 0}};
+				const int n = ::poll(w, 2, 1);
+				if (n > 0 && w[0].revents)
 					_exit(0);
+				if (n > 0 && w[1].revents)
+					answer_one(ls);
 				beats.beat();
 			}
 		}
+		::close(ls);
 		::close(p[0]);
 		release_ = p[1];
+	}
+	// Answers 0 (served) to one registration waiting on @ls.
+	static void answer_one(int ls)
+	{
+		const int c = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
+		if (c < 0)
+			return;
+		char msg[64];
+		alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+		struct iovec iov = {msg, sizeof(msg)};
+		struct msghdr mh = {};
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		if (recvmsg(c, &mh, MSG_CMSG_CLOEXEC) > 0)
+			for (struct cmsghdr *m = CMSG_FIRSTHDR(&mh); m; m = CMSG_NXTHDR(&mh, m)) {
+				int fd;
+				std::memcpy(&fd, CMSG_DATA(m), sizeof(fd));
+				::close(fd);
+			}
+		const int32_t served = 0;
+		ssize_t n = send(c, &served, sizeof(served), MSG_NOSIGNAL);
+		(void)n;
+		::close(c);
 	}
 	~fake_daemon()
 	{
 		exit();
 		unlink(file().c_str());
 		unlink((dir_ + "/" + progress::file_name).c_str());
+		unlink((dir_ + "/register").c_str());
 		rmdir(dir_.c_str());
 		unsetenv("SOCKBUF_DAEMON_DIR");
 	}
@@ -498,8 +540,11 @@ TEST(GuardHandover, RefusesWhatIsNotALiveRootDaemonOfItsNamespace)
 	     }},
 	    {"another network namespace", -EXDEV,
 	     [&] { d.write(fake_daemon::line(d.pid(), d.start(), ns + 1)); }},
-	    {"another /dev/shm", -EXDEV,
-	     [&] { d.write(fake_daemon::line(d.pid(), d.start(), ns, true)); }},
+	    {"no registration socket: the table cannot be handed over", -ENOENT,
+	     [&] {
+		     d.announce();
+		     unlink((d.dir() + "/register").c_str());
+	     }},
 	    {"the format of 0.4 (no /dev/shm)", -EINVAL,
 	     [&] {
 		     d.write(std::to_string(d.pid()) + " " + std::to_string(d.start()) + " " +

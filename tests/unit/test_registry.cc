@@ -122,11 +122,44 @@ TEST(Registry, PublishedFloorsAreReadBackByPid)
 	EXPECT_EQ(find(t, 910001), nullptr);
 	EXPECT_EQ(find(t, 910002), nullptr);
 
-	struct stat st;
+	// The table is a memfd held by the process, with no name in /dev/shm:
+	// sealed against shrinking (no reader's mapping can fault), its
+	// space allocated.
 	std::string path =
 	    reg::file_path(reg::default_dir, getpid(), reg::process_start_time(getpid()));
-	ASSERT_EQ(stat(path.c_str(), &st), 0) << path;
-	EXPECT_EQ(st.st_mode & 0777, 0600u);
+	EXPECT_NE(access(path.c_str(), F_OK), 0) << path;
+	const int fd = reg::own_table_fd();
+	ASSERT_GE(fd, 0);
+	char link[128] = "";
+	const std::string at = "/proc/self/fd/" + std::to_string(fd);
+	ASSERT_GT(readlink(at.c_str(), link, sizeof(link) - 1), 0);
+	EXPECT_EQ(std::string(link).rfind(reg::memfd_link, 0), 0u) << link;
+	const int seals = fcntl(fd, F_GET_SEALS);
+	EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	struct stat st;
+	ASSERT_EQ(fstat(fd, &st), 0);
+	EXPECT_EQ(size_t(st.st_size), reg::file_size);
+	EXPECT_GE(size_t(st.st_blocks) * 512, reg::file_size) << "allocated, not sparse";
+	EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+}
+
+// A table's name has one spelling: sscanf's "+1", " 1" and "01" are not
+// names of pid 1.
+TEST(Registry, FileNamesAreStrict)
+{
+	int pid = 0;
+	uint64_t start = 0;
+	EXPECT_TRUE(reg::parse_file_name("sockbuf-floors.123.456", &pid, &start));
+	EXPECT_EQ(pid, 123);
+	EXPECT_EQ(start, 456u);
+	for (const char *bad :
+	     {"sockbuf-floors.+123.456", "sockbuf-floors. 123.456", "sockbuf-floors.0123.456",
+	      "sockbuf-floors.123.+456", "sockbuf-floors.123.0456", "sockbuf-floors.123.456 ",
+	      "sockbuf-floors.-1.456", "sockbuf-floors.0.456", "sockbuf-floors.2147483648.1",
+	      "sockbuf-floors.123.", "sockbuf-floors..456", "sockbuf-floors.123.456.7",
+	      "sockbuf-floors.1.123456789012345678901", "sockbuf-floors.123"})
+		EXPECT_FALSE(reg::parse_file_name(bad, &pid, &start)) << bad;
 }
 
 TEST(Registry, BadArgumentsAreRefused)

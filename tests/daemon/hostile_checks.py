@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""sockbufd and the library against unprivileged users (user nobody), each
+attack in the test's own mount and network namespaces (daemon_lab's
+isolate(): a private /dev/shm and /run/sockbufd), every wait bounded.
+
+  force     A process with no capabilities writes a floor table for
+            another process of its user that holds CAP_NET_ADMIN (an
+            ambient capability), names that process's listener with a
+            receive floor of 512 MiB, maps it (the publisher a reader
+            believed) and offers it to the daemon over its registration
+            socket: the listener is never raised past 2 x rmem_max, the
+            offer is refused (-EPERM).
+  names     50,000 files named like tables in /dev/shm and one alias
+            ("sockbuf-floors.+PID.START", which sscanf takes) for a live
+            process: the daemon reads none of them (it scans no
+            directory): under 0.3 s of CPU in 3 s.
+  full      /dev/shm full (the test's own small tmpfs): a program run as
+            nobody under the preload shim sizes a socket, publishes its
+            floor and runs on (its table is a memfd, allocated before it
+            is mapped), where a table in /dev/shm made sparse and written
+            through its mapping killed it with SIGBUS; the same under the
+            seccomp supervisor, whose table for the program is in
+            /dev/shm: publication fails, the program and the supervisor
+            run on.
+  left      A program under the shim, as nobody, sized sockets, its forked
+            worker too; the worker exits, the program is ended by SIGTERM:
+            no table is left in /dev/shm.
+
+usage: hostile_checks.py --sockbuf PATH --sockbufd PATH
+Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
+"""
+import ctypes
+import glob
+import mmap
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, until
+
+PORT = 5621
+HUGE = 536870912
+TABLE = struct.Struct("=8sIIIIiiQIII12x")
+SLOT = struct.Struct("=IIQIiiI")
+NSLOTS = 8192
+TABLE_SIZE = TABLE.size + NSLOTS * SLOT.size
+
+
+def start_time(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def rmem_max():
+    with open("/proc/sys/net/core/rmem_max") as f:
+        return int(f.read())
+
+
+# Run as nobody: writes a table for the process argv[1] naming socket
+# inode argv[2] with a receive floor argv[3], publisher itself, maps it
+# and offers it to the daemon (argv[4]: its registration socket); prints
+# the daemon's answer, then waits for a line on stdin.
+FORGER = r"""
+import mmap, os, socket, struct, sys
+pid, ino, floor, reg = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(f"/proc/{pid}/stat") as f:
+    start = int(f.read().rsplit(")", 1)[1].split()[19])
+H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
+path = f"/dev/shm/sockbuf-floors.{pid}.{start}"
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+os.ftruncate(fd, H.size + 8192 * S.size)
+m = mmap.mmap(fd, H.size + 8192 * S.size)
+home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
+m[H.size + home * S.size:H.size + (home + 1) * S.size] = S.pack(2, 1, ino, 2, 0, floor, 0)
+m[0:H.size] = H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, pid, os.getpid(), start, 0, 0, 1)
+answer = "none"
+try:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(2)
+    c.connect(reg)
+    msg = b"SBREG1\0\0" + struct.pack("=iiiI", 1, fd, pid, 0)
+    socket.send_fds(c, [msg], [fd])
+    answer = str(struct.unpack("=i", c.recv(4))[0])
+except OSError as e:
+    answer = f"error {e.errno}"
+print("answer", answer, flush=True)
+sys.stdin.readline()
+os.unlink(path)
+"""
+
+# A listener in argv[1]:argv[2] that prints its fd and inode, then waits.
+LISTENER = r"""
+import os, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen()
+print(s.fileno(), os.fstat(s.fileno()).st_ino, flush=True)
+sys.stdin.readline()
+"""
+
+
+def force_checks(ns, args, tmp):
+    victim = subprocess.Popen(
+        ["ip", "netns", "exec", ns.srv, "setpriv", "--reuid", "nobody", "--regid", "nogroup",
+         "--clear-groups", "--inh-caps", "+net_admin", "--ambient-caps", "+net_admin",
+         SERVER_PYTHON, "-c", LISTENER, rp.SRV_ADDR, str(PORT)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    forger = daemon = None
+    try:
+        line = victim.stdout.readline().split()
+        rp.check(len(line) == 2, f"force: the victim listens: {line}")
+        if len(line) != 2:
+            return
+        fd, ino = int(line[0]), int(line[1])
+        with open(f"/proc/{victim.pid}/status") as f:
+            caps = next(x for x in f if x.startswith("CapEff")).split()[1]
+        rp.check(int(caps, 16) & (1 << 12), f"force: the victim holds CAP_NET_ADMIN ({caps})")
+        s = rp.dup_of(victim.pid, fd)
+        before = rp.rcvbuf(s)
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 1)
+        until(lambda: os.path.exists("/run/sockbufd/register"), 3)
+        forger = subprocess.Popen(
+            ["ip", "netns", "exec", ns.srv, *AS_NOBODY, SERVER_PYTHON, "-c", FORGER,
+             str(victim.pid), str(ino), str(HUGE), "/run/sockbufd/register"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        answer = forger.stdout.readline().strip()
+        rp.check(answer == "answer -1", f"force: the daemon's answer to the forged offer: "
+                                        f"{answer!r} (want -1, EPERM)")
+        raised = until(lambda: rp.rcvbuf(s) > 2 * rmem_max(), 2)
+        rp.check(not raised, f"force: the victim's listener {before} -> {rp.rcvbuf(s)} "
+                             f"(2 x rmem_max {2 * rmem_max()}) after 2 s")
+        s.close()
+    finally:
+        if forger:
+            rp.stop(forger, ask=rp.say_done)
+        if daemon:
+            daemon.end(signal.SIGTERM)
+        rp.stop(victim, ask=rp.say_done)
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def names_checks(ns, args, tmp):
+    live = subprocess.Popen(["ip", "netns", "exec", ns.srv, *AS_NOBODY, "sleep", "60"])
+    daemon = None
+    try:
+        made = subprocess.run(
+            [*AS_NOBODY, sys.executable, "-c",
+             "import os, sys\n"
+             "for i in range(50000):\n"
+             "    os.close(os.open(f'/dev/shm/sockbuf-floors.{4000000 + i}.{i + 1}',"
+             " os.O_CREAT | os.O_WRONLY, 0o600))\n"
+             "os.close(os.open(f'/dev/shm/sockbuf-floors.+{sys.argv[1]}.{sys.argv[2]}',"
+             " os.O_CREAT | os.O_WRONLY, 0o600))\n",
+             str(live.pid), str(start_time(live.pid))], timeout=120)
+        rp.check(made.returncode == 0, f"names: 50,001 files made as nobody ({made.returncode})")
+        daemon = Daemon(ns.srv, args.sockbufd, tmp, 2)
+        until(lambda: os.path.exists(daemon.metrics), 3)
+        t0, c0 = time.monotonic(), cpu_seconds(daemon.proc.pid)
+        time.sleep(3)  # a measurement window, not a synchronisation
+        used = cpu_seconds(daemon.proc.pid) - c0
+        rp.check(used < 0.3, f"names: the daemon used {used:.2f} s of CPU in "
+                             f"{time.monotonic() - t0:.1f} s (want < 0.3)")
+    finally:
+        if daemon:
+            daemon.end(signal.SIGTERM)
+        live.kill()
+        live.wait()
+        for p in glob.glob("/dev/shm/sockbuf-floors.*"):
+            os.unlink(p)
+
+
+SIZED = ("import socket; s = socket.socket(); "
+         "s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536); print('alive', flush=True)")
+
+
+def fill_shm():
+    """Fills /dev/shm (the test's own tmpfs) as nobody; the filler's path."""
+    path = "/dev/shm/filler"
+    subprocess.run([*AS_NOBODY, "sh", "-c", f"cat /dev/zero > {path}"], capture_output=True,
+                   timeout=60)
+    st = os.statvfs("/dev/shm")
+    rp.check(st.f_bavail == 0, f"full: /dev/shm has {st.f_bavail} blocks free")
+    return path
+
+
+def full_checks(ns, args, tmp):
+    filler = fill_shm()
+    try:
+        ways = [("preload", ())]
+        if not rp.seccomp_missing(args.sockbuf):
+            ways.append(("seccomp", ("--floor-guard", "50")))
+        for via, extra in ways:
+            run = subprocess.run(
+                [*AS_NOBODY, args.sockbuf, "run", "-q", "--via", via, "--policy", "initial",
+                 *extra, "--", SERVER_PYTHON, "-c", SIZED],
+                capture_output=True, text=True, timeout=30)
+            rp.check(run.returncode == 0 and run.stdout.strip() == "alive",
+                     f"full: --via {via}: exit {run.returncode} (-7: SIGBUS), "
+                     f"out {run.stdout.strip()!r}, err {run.stderr.strip()[-200:]!r}")
+    finally:
+        os.unlink(filler)
+
+
+# Sizes a socket (published), forks a worker that sizes one too and
+# exits; then waits for SIGTERM.
+WORKERS = r"""
+import os, socket, sys, time
+a = socket.socket(); a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+pid = os.fork()
+if pid == 0:
+    b = socket.socket(); b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    sys.exit(0)
+os.waitpid(pid, 0)
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def left_checks(ns, args, tmp):
+    p = subprocess.Popen([*AS_NOBODY, args.sockbuf, "run", "-q", "--via", "preload", "--policy",
+                          "initial", "--", SERVER_PYTHON, "-c", WORKERS],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = p.stdout.readline().strip()
+    rp.check(ready == "ready", f"left: the program and its worker sized sockets: {ready!r}")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=10)
+    # The wrapper forwards the signal; its program is gone when it is.
+    left = glob.glob("/dev/shm/sockbuf-floors.*")
+    rp.check(not left, f"left: tables in /dev/shm after a worker's exit and SIGTERM: {left}")
+
+
+def body(ns, args, tmp):
+    force_checks(ns, args, tmp)
+    names_checks(ns, args, tmp)
+    full_checks(ns, args, tmp)
+    left_checks(ns, args, tmp)
+
+
+def main():
+    return run_checks(body, arguments().parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,7 +25,8 @@ above the 131072 a new loopback connection receives with.
               (sockbuf_refusals_total{reason="limit"}, +2: one per
               direction) and logged ("short of the floor").
     table     the same for a nobody process without the shim that writes
-              its own table claiming F (nothing in a table is trusted).
+              its own table claiming F and registers it (nothing in a
+              table is trusted).
     per cut   one cut is one refusal per direction: the counter does not
               move over 20 more passes without a cut.
     dropped   a root process restored with FORCE, then dropped to nobody:
@@ -35,8 +36,8 @@ above the 131072 a new loopback connection receives with.
               a cut is restored to the floor through the child's table.
     exit      the child exits: its table goes, sockbuf_processes goes
               down by one and its guarded sockets to 0.
-    killed    the same for a child ended with SIGKILL (no exit handler:
-              its table file stays behind).
+    killed    the same for a child ended with SIGKILL (its table, a
+              memfd, goes with it: nothing is left in /dev/shm).
     exec      the process executes itself: the new image publishes a
               socket with a floor (3 units) higher than the old image's
               (1 unit), its table with the same change count as the old
@@ -95,6 +96,7 @@ pidfd_getfd or SO_BUF_LOCK).
 """
 import atexit
 import ctypes
+import fcntl
 import math
 import mmap
 import os
@@ -140,6 +142,7 @@ class Served:
         self.listener_ns = None
         self.kids = []
         self.tables = []
+        self.table_fds = []
 
     def out(self, text):
         sys.stdout.write(text + "\n")
@@ -208,16 +211,16 @@ class Served:
 
     def own_table(self, fd, snd, rcv):
         """This process's floor table written by hand (no library): one
-        slot, for the socket of @fd, claiming @snd/@rcv."""
+        slot, for the socket of @fd, claiming @snd/@rcv; a sealed memfd
+        held here and handed to the daemon over its registration socket,
+        as the library does."""
         pid = os.getpid()
         start = start_time(pid)
-        path = f"{TABLES}/sockbuf-floors.{pid}.{start}"
-        tfd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o600)
-        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        tfd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(tfd, TABLE_SIZE)
-        m = mmap.mmap(tfd, TABLE_SIZE)  # shared: the daemon wants it mapped
-        os.close(tfd)
+        fcntl.fcntl(tfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        m = mmap.mmap(tfd, TABLE_SIZE)
+        self.table_fds.append(tfd)
         # seq (even: not mid-write), taken, inode, who (by_guard), snd, rcv
         m[64:96] = struct.pack("=IIQIiiI", 2, 1, os.fstat(fd).st_ino, 1, snd, rcv, 0)
         # version, sizes, slots, pid, publisher, start, max_probe, dropped, changes
@@ -225,6 +228,14 @@ class Served:
                               bytes(12))
         m[0:8] = b"SBFLOOR1"  # the magic last
         self.tables.append(m)
+        reg = os.path.join(os.environ.get("SOCKBUF_DAEMON_DIR") or "/run/sockbufd", "register")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(2)
+            c.connect(reg)
+            socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, tfd, 0, 0)], [tfd])
+            answer = struct.unpack("=i", c.recv(4))[0]
+        if answer != 0:
+            raise OSError(-answer, f"the daemon refused the table: {answer}")
 
     def run(self):
         # Ends with the end of its standard input (the test's end) or
@@ -429,12 +440,23 @@ def take(pid, fd):
 
 
 def table_changes(pid):
-    """The change count in the header of @pid's table, or None."""
+    """The change count in the header of @pid's own table (the memfd it
+    holds, found in /proc/PID/fd), or None."""
     try:
-        with open(f"{TABLES}/sockbuf-floors.{pid}.{start_time(pid)}", "rb") as f:
-            return struct.unpack("=I", f.read(64)[48:52])[0]
+        for n in os.listdir(f"/proc/{pid}/fd"):
+            link = f"/proc/{pid}/fd/{n}"
+            try:
+                if not os.readlink(link).startswith("/memfd:sockbuf-floors "):
+                    continue
+                with open(link, "rb") as f:
+                    head = f.read(64)
+            except OSError:
+                continue
+            if struct.unpack("=i", head[24:28])[0] == pid:
+                return struct.unpack("=I", head[48:52])[0]
     except (OSError, struct.error):
-        return None
+        pass
+    return None
 
 
 class Lab:
@@ -691,12 +713,13 @@ def fork_exit_checks(lab):
     lab.fresh()
     procs = lab.m("sockbuf_processes")
     os.kill(child, signal.SIGKILL)
-    left = until(lambda: not os.path.exists(f"/proc/{child}") and any(
+    # Its table (a memfd) went with it: nothing is left in /dev/shm.
+    left = until(lambda: not os.path.exists(f"/proc/{child}") and not any(
         n.startswith(f"sockbuf-floors.{child}.") for n in os.listdir(TABLES)), 3)
     one = lab.guarded("sbf-life", 1)
     down = until(lambda: (lab.m("sockbuf_processes") or 0) <= procs - 1, 3)
     rp.check(left and one == 1 and down,
-             f"killed: the child gone, its table left behind ({bool(left)}), guarded {one}, "
+             f"killed: the child gone, no table left behind ({bool(left)}), guarded {one}, "
              f"sockbuf_processes {procs} -> {lab.m('sockbuf_processes')} within 3 s" +
              ("" if down else
               " -- DAEMON BUG: a table whose process died without removing it is forgotten "

@@ -46,10 +46,20 @@ void publish_floors(int fd, fd_state *e)
 	}
 	const bool inherited = e->flags.load(std::memory_order_relaxed) & flag_inherited;
 	registry::withdraw(inode, inherited ? registry::by_shim : registry::by_listener);
-	registry::publish(inode, e->floor[dir_snd].load(std::memory_order_relaxed),
-			  e->floor[dir_rcv].load(std::memory_order_relaxed),
-			  inherited ? registry::by_listener : registry::by_shim);
+	const int err = registry::publish(inode, e->floor[dir_snd].load(std::memory_order_relaxed),
+					  e->floor[dir_rcv].load(std::memory_order_relaxed),
+					  inherited ? registry::by_listener : registry::by_shim);
 	e->flags.fetch_or(flag_published, std::memory_order_relaxed);
+	// Said once: the floors hold (the shim's guard keeps them), only
+	// `sockbuf show` and sockbufd cannot see them.
+	static std::atomic<bool> said{false};
+	if (err < 0 && err != -ECANCELED && log::enabled() && !said.exchange(true)) {
+		log::line l;
+		l.s("floor table: not published (errno ")
+		    .i(-err)
+		    .s("): floors kept, not seen by sockbuf show or sockbufd");
+		l.emit();
+	}
 }
 
 // Keeps the program's errno across the shim's own calls.

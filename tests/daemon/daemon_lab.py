@@ -153,13 +153,16 @@ class Daemon:
     second); @env its environment (None: this one's)."""
 
     def __init__(self, ns, sockbufd, tmp, n, args=("--interval", "10"), env=None,
-                 prom="sockbufd.prom"):
+                 prom="sockbufd.prom", nice=0):
         self.metrics = os.path.join(tmp, prom)
         self.log = open(os.path.join(tmp, f"sockbufd.{n}.log"), "w+")
         # `ip netns exec` and setpriv execute the daemon: its pid is the
         # daemon's, and it ends (SIGTERM) if the test is killed.
+        # @nice: the unit's Nice=-10, where a check wants the daemon as
+        # it runs there (nice execs the daemon: the pid stays its own).
+        niced = ("nice", "-n", str(nice)) if nice else ()
         self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "setpriv", "--pdeathsig", "TERM",
-                                      sockbufd, *args, "--metrics-file", self.metrics],
+                                      *niced, sockbufd, *args, "--metrics-file", self.metrics],
                                      stdout=subprocess.DEVNULL, stderr=self.log, env=env)
 
     def text(self):

@@ -26,8 +26,15 @@ isolate(): a private /dev/shm and /run/sockbufd), every wait bounded.
   left      A program under the shim, as nobody, sized sockets, its forked
             worker too; the worker exits, the program is ended by SIGTERM:
             no table is left in /dev/shm.
+  share     A flood from user nobody (FLOODERS processes, each holding
+            FLOOD_FDS descriptors and a registered table of 8,000 floors
+            for inodes it does not hold, its change count bumped without
+            pause) and a victim of another user (daemon) under `sockbuf
+            run --policy initial`: each of CUTS cuts of the victim's
+            connection is restored within SHARE_BOUND s (p50, p99, max and
+            the load average printed).
 
-usage: hostile_checks.py --sockbuf PATH --sockbufd PATH
+usage: hostile_checks.py --sockbuf PATH --sockbufd PATH [--only CHECK]...
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
 import ctypes
@@ -35,12 +42,14 @@ import glob
 import mmap
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
 import time
 
-from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, until
+from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, accepted, arguments, rp, run_checks,
+                        until)
 
 PORT = 5621
 HUGE = 536870912
@@ -239,15 +248,115 @@ def left_checks(ns, args, tmp):
     rp.check(not left, f"left: tables in /dev/shm after a worker's exit and SIGTERM: {left}")
 
 
+FLOODERS = 6
+FLOOD_FDS = 2000
+CUTS = 20
+SHARE_BOUND = 0.5
+SHARE_PORT = 5622
+
+# Run as nobody: FLOOD_FDS descriptors, a registered table (argv[1]: the
+# registration socket) of 8,000 floors naming inodes it does not hold, its
+# change count bumped until stdin closes.
+FLOODER = r"""
+import fcntl, mmap, os, resource, socket, struct, sys, threading
+n = int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 100), hard))
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(n)]
+H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
+size = H.size + 8192 * S.size
+fd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+os.ftruncate(fd, size)
+fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+m = mmap.mmap(fd, size)
+for i in range(8000):
+    m[H.size + i * S.size:H.size + (i + 1) * S.size] = S.pack(2, 1, 900000000 + i, 2, 0, 1 << 20, 0)
+with open("/proc/self/stat") as f:
+    start = int(f.read().rsplit(")", 1)[1].split()[19])
+m[0:H.size] = H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, os.getpid(), 0, start, 8192, 0, 1)
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+    c.settimeout(5)
+    c.connect(sys.argv[1])
+    socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, fd, 0, 0)], [fd])
+    print("answer", struct.unpack("=i", c.recv(4))[0], flush=True)
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+k = 1
+while not stop.is_set():
+    k += 1
+    m[48:52] = struct.pack("=I", k & 0xffffffff)
+"""
+
+
+def share_checks(ns, args, tmp):
+    daemon = Daemon(ns.srv, args.sockbufd, tmp, 3, nice=-10)  # as the unit runs it
+    until(lambda: os.path.exists("/run/sockbufd/register"), 3)
+    flood, victim = [], None
+    try:
+        for _ in range(FLOODERS):
+            flood.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns.srv, *AS_NOBODY, SERVER_PYTHON, "-c", FLOODER,
+                 "/run/sockbufd/register", str(FLOOD_FDS)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        answers = [f.stdout.readline().strip() for f in flood]
+        rp.check(all(a == "answer 0" for a in answers), f"share: the flood registered: {answers}")
+        argv = ["setpriv", "--reuid", "daemon", "--regid", "daemon", "--clear-groups",
+                args.sockbuf, "run", "-q", "--via", "preload", "--policy", "initial", "--",
+                SERVER_PYTHON, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                            "shim", "py_listener.py"),
+                rp.SRV_ADDR, str(SHARE_PORT), str(1 << 20)]
+        victim = subprocess.Popen(["ip", "netns", "exec", ns.srv] + argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        conn = accepted(ns, victim, SHARE_PORT, 1 << 20)
+        if conn is None:
+            return
+        fd, s = conn
+        back = until(lambda: rp.rcvbuf(s) >= 131072, 5)
+        rp.check(back, f"share: the victim's floor kept before the cuts ({rp.rcvbuf(s)})")
+        times = []
+        for _ in range(CUTS):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK, 0)
+            t0 = time.monotonic()
+            ok = until(lambda: rp.rcvbuf(s) >= 131072, 3)
+            times.append(time.monotonic() - t0 if ok else float("inf"))
+        times.sort()
+        p50, p99, worst = times[len(times) // 2], times[min(len(times) - 1,
+                                                             int(len(times) * 0.99))], times[-1]
+        load = os.getloadavg()
+        print(f"share figures: {FLOODERS} flooders x {FLOOD_FDS} fds x 8000 floors (uid nobody), "
+              f"victim uid daemon, {CUTS} cuts: restore p50 {p50 * 1000:.0f} ms, p99 "
+              f"{p99 * 1000:.0f} ms, max {worst * 1000:.0f} ms; load average "
+              f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; daemon CPU "
+              f"{cpu_seconds(daemon.proc.pid):.2f} s")
+        deferred = daemon.metric("sockbuf_tables_refused_total", reason="share")
+        print(f"share: reads put off (reason share): {deferred}")
+        rp.check(worst <= SHARE_BOUND,
+                 f"share: the victim's restores under the flood, max {worst:.3f} s "
+                 f"(bound {SHARE_BOUND} s)")
+        s.close()
+    finally:
+        for f in flood:
+            rp.stop(f, ask=rp.say_done)
+        if victim:
+            rp.stop(victim, ask=rp.say_done)
+        daemon.end(signal.SIGTERM)
+
+
+CHECKS = {"force": force_checks, "names": names_checks, "full": full_checks,
+          "left": left_checks, "share": share_checks}
+
+
 def body(ns, args, tmp):
-    force_checks(ns, args, tmp)
-    names_checks(ns, args, tmp)
-    full_checks(ns, args, tmp)
-    left_checks(ns, args, tmp)
+    for name in args.only or CHECKS:
+        CHECKS[name](ns, args, tmp)
 
 
 def main():
-    return run_checks(body, arguments().parse_args())
+    ap = arguments()
+    ap.add_argument("--only", action="append", choices=sorted(CHECKS),
+                    help="run this check alone (again for more)")
+    return run_checks(body, ap.parse_args())
 
 
 if __name__ == "__main__":

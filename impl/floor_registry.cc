@@ -112,6 +112,7 @@ std::atomic<pid_t> g_owner{0};
 std::atomic<file_header *> g_base{nullptr};
 // The own table's memfd (held: `sockbuf show` and the daemon find it here).
 std::atomic<int> g_fd{-1};
+std::atomic<uint64_t> g_ino{0}; // its inode
 // The daemon's run directory, read once (secure_getenv) at the first table.
 char g_dir[96];
 // The presence file's inode when the table was last offered to a daemon:
@@ -164,16 +165,20 @@ file_header *init_header(void *m, pid_t pid, uint64_t start, pid_t publisher)
 
 // The whole of @fd's table allocated, then mapped: a file system (or a
 // memory cgroup) without room says so here, never with a SIGBUS at a
-// later write through the mapping.  0 or -errno.
-int allocate_and_map(int fd, void **out)
+// later write through the mapping.  The mapping, or nullptr and -errno
+// in @err.
+void *allocate_and_map(int fd, int *err)
 {
-	if (fallocate(fd, 0, 0, off_t(file_size)) != 0)
-		return errno == EOPNOTSUPP ? -ENOSPC : -errno;
+	if (fallocate(fd, 0, 0, off_t(file_size)) != 0) {
+		*err = errno == EOPNOTSUPP ? -ENOSPC : -errno;
+		return nullptr;
+	}
 	void *m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	*out = m;
-	return 0;
+	if (m == MAP_FAILED) {
+		*err = -errno;
+		return nullptr;
+	}
+	return m;
 }
 
 // Makes the table file at @path for process @pid (started at @start),
@@ -195,8 +200,9 @@ int make_file(const char *path, pid_t pid, uint64_t start, pid_t publisher, file
 	}
 	if (fd < 0)
 		return -errno;
-	void *m = nullptr;
-	if (int err = allocate_and_map(fd, &m); err < 0) {
+	int err = 0;
+	void *m = allocate_and_map(fd, &err);
+	if (!m) {
 		close(fd);
 		unlink(path);
 		return err;
@@ -302,22 +308,27 @@ int create(pid_t self)
 		if (std::strlen(d) < sizeof(g_dir))
 			put_str(g_dir, d)[0] = '\0';
 	}
-	// A forked child holds its parent's table's descriptor: not its own.
-	if (const int old = g_fd.exchange(-1); old >= 0)
-		close(old);
+	// A forked child holds its parent's table's descriptor: not its own
+	// (closed only if the number still names that table: the program may
+	// have closed it and reused the number).
+	if (const int old = g_fd.exchange(-1); old >= 0) {
+		struct stat st;
+		if (fstat(old, &st) == 0 && uint64_t(st.st_ino) == g_ino.load())
+			close(old);
+	}
 	const int fd = memfd_create(memfd_name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	void *m = nullptr;
-	int err = allocate_and_map(fd, &m);
+	int err = 0;
+	void *m = allocate_and_map(fd, &err);
 	// Never shrunk or grown under a reader's mapping.
-	if (!err && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+	if (m && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
 		err = -errno;
-	if (err) {
+	if (!m || err) {
 		if (m)
 			munmap(m, file_size);
 		close(fd);
-		return err;
+		return err ? err : -ENOMEM;
 	}
 	file_header *h = init_header(m, self, start, 0);
 	void *page =
@@ -327,6 +338,8 @@ int create(pid_t self)
 		page = MAP_FAILED;
 	}
 	auto *mine = page == MAP_FAILED ? nullptr : new (page) std::atomic<int>(1);
+	struct stat st;
+	g_ino.store(fstat(fd, &st) == 0 ? uint64_t(st.st_ino) : 0);
 	g_fd.store(fd, std::memory_order_release);
 	g_base.store(h, std::memory_order_release);
 	g_owner.store(self, std::memory_order_release);

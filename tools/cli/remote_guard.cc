@@ -50,6 +50,13 @@ uint32_t full_socket_states()
 	return ~((1u << TCP_SYN_RECV) | (1u << TCP_TIME_WAIT) | (1u << 12 /* NEW_SYN_RECV */));
 }
 
+// The states of a connection (no listener, nor a socket only bound: dumped
+// as TCP_CLOSE since 6.8's TCP_BOUND_INACTIVE, bit 13).
+uint32_t connected_states()
+{
+	return full_socket_states() & ~((1u << TCP_LISTEN) | (1u << TCP_CLOSE) | (1u << 13));
+}
+
 // A direction restored short of its floor by the owner's own limit
 // (net.core.[rw]mem_max without FORCE).
 bool short_by_mem_max(const struct sockbuf_floor &floor, const struct sockbuf_report &rep)
@@ -504,8 +511,13 @@ void guard::pass(const restore_fn &restored)
 		}
 	// Last: it adds entries the vectors above do not cover.  A socket
 	// adopted now is looked at from the next pass on.
+	const std::vector<uint64_t> closed = inherit_ && dump && diag_.is_open() && dump_err_ == 0
+						 ? closed_listeners(&listeners)
+						 : std::vector<uint64_t>{};
 	if (inherit_ && !listeners.empty())
 		adopt_accepted(listeners);
+	for (uint64_t c : closed)
+		noted_.erase(c);
 }
 
 namespace
@@ -591,18 +603,21 @@ void guard::adopt_accepted(const std::vector<listening> &listeners)
 		}
 		// The listener's connections: same local port and family, not
 		// guarded yet, with an inode (accepted: a socket in the accept
-		// queue has none).
+		// queue has none), connected (a socket only bound to the port is
+		// none: e.g. a listener the program makes again, waiting in its
+		// trapped listen() during this pass).
 		std::unordered_map<uint64_t, bool> guarded;
 		for (const socket_ref &s : socks_)
 			guarded.emplace(s.cookie, true);
 		std::map<uint32_t, uint64_t> fresh; // inode -> cookie
 		diag::filter f;
 		f.family = l.listener.family;
-		f.states = full_socket_states() & ~(1u << TCP_LISTEN);
+		f.states = connected_states();
 		f.local_port = l.port;
 		f.tcp_info = false;
 		diag_.each(f, [&](const diag::socket_info &si) {
-			if (si.inode == 0 || si.local.port != l.port || guarded.count(si.cookie))
+			if (si.inode == 0 || si.local.port != l.port || si.state == TCP_CLOSE ||
+			    guarded.count(si.cookie) || preceded(l.listener.cookie, si.cookie))
 				return;
 			auto u = unmapped_.find(si.cookie);
 			const int left = u == unmapped_.end() ? tries : u->second;
@@ -633,6 +648,81 @@ void guard::adopt_accepted(const std::vector<listening> &listeners)
 	}
 	unmapped_ = std::move(seen_unmapped);
 	tree_seen_ = std::move(tree_seen);
+}
+
+bool guard::note_listen(int dup)
+{
+	const uint64_t cookie = cookie_of(dup);
+	auto s = std::find_if(socks_.begin(), socks_.end(), [cookie](const socket_ref &o) {
+		return cookie && o.cookie == cookie;
+	});
+	if (s == socks_.end())
+		return false;
+	struct sockaddr_storage ss = {};
+	socklen_t len = sizeof(ss);
+	if (getsockname(dup, reinterpret_cast<struct sockaddr *>(&ss), &len) != 0)
+		return false;
+	uint16_t port = 0;
+	if (ss.ss_family == AF_INET)
+		port = ntohs(reinterpret_cast<const struct sockaddr_in &>(ss).sin_port);
+	else if (ss.ss_family == AF_INET6)
+		port = ntohs(reinterpret_cast<const struct sockaddr_in6 &>(ss).sin6_port);
+	if (port == 0)
+		return false; // bound by listen() itself: a pass finds it listening
+	noted n;
+	n.listener = *s;
+	n.port = port;
+	n.seen_ms = monotonic_ms();
+	if (!diag_.is_open())
+		dump_err_ = diag_.open();
+	diag::filter f;
+	f.family = s->family;
+	f.states = connected_states();
+	f.local_port = port;
+	f.tcp_info = false;
+	constexpr size_t before_max = 4096;
+	diag_.each(f, [&](const diag::socket_info &si) {
+		if (si.inode != 0 && si.local.port == port && si.state != TCP_CLOSE &&
+		    n.before.size() < before_max)
+			n.before.push_back(si.cookie);
+	});
+	std::sort(n.before.begin(), n.before.end());
+	noted_[cookie] = std::move(n);
+	return true;
+}
+
+bool guard::preceded(uint64_t listener, uint64_t cookie) const
+{
+	auto it = noted_.find(listener);
+	return it != noted_.end() &&
+	       std::binary_search(it->second.before.begin(), it->second.before.end(), cookie);
+}
+
+std::vector<uint64_t> guard::closed_listeners(std::vector<listening> *listeners)
+{
+	const uint64_t now = monotonic_ms(), prev = last_pass_ms_;
+	last_pass_ms_ = now;
+	std::vector<uint64_t> closed;
+	for (auto it = noted_.begin(); it != noted_.end();) {
+		const uint64_t cookie = it->first;
+		noted &n = it->second;
+		const auto is = [cookie](const auto &x) { return x.cookie == cookie; };
+		if (std::any_of(listeners->begin(), listeners->end(),
+				[&is](const listening &l) { return is(l.listener); })) {
+			n.seen_ms = now; // listening: adopt_accepted() has it
+			++it;
+		} else if (std::any_of(socks_.begin(), socks_.end(), is)) {
+			++it; // open, not listening (yet, or its listen() failed)
+		} else if (n.seen_ms >= prev) {
+			// Closed since the last pass, or since it listened.
+			listeners->push_back({n.port, n.listener});
+			closed.push_back(cookie);
+			++it;
+		} else {
+			it = noted_.erase(it); // closed longer than a pass ago
+		}
+	}
+	return closed;
 }
 
 int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors)

@@ -92,6 +92,19 @@ public:
 	// listener that forked processes hold get its floor published for
 	// them.
 	void inherit_accepted(bool on) { inherit_ = on; }
+	// A socket about to listen or listening, whose copy @dup the caller
+	// holds (the supervisor traps listen()): if it is guarded (its
+	// cookie), its local port and the connections already accepted on
+	// that port are remembered.  The connections accepted later on that
+	// port then take its floor as above, but none that was there before
+	// it listened, and also when the program closes it before a pass saw
+	// it listening: the first pass after its close looks for them once
+	// (an accepted connection is in its process's table before the
+	// listener can be closed), provided the pass before it saw it
+	// listening or it listened since (the window is one pass).  No copy
+	// of it is kept (a held copy would keep it listening).  True when
+	// remembered.
+	bool note_listen(int dup);
 	~guard();
 	guard(const guard &) = delete;
 	guard &operator=(const guard &) = delete;
@@ -202,6 +215,19 @@ private:
 		socket_ref listener; // a copy: the pass may drop entries
 	};
 	void adopt_accepted(const std::vector<listening> &listeners);
+	// What note_listen() remembers, by the listener's cookie.
+	struct noted {
+		socket_ref listener;
+		uint16_t port = 0;
+		std::vector<uint64_t> before; // connections on the port when it listened
+		uint64_t seen_ms = 0;	      // when last known listening
+	};
+	// The noted listeners closed since the last pass, added to
+	// @listeners; their cookies (forgotten after adopt_accepted()).
+	std::vector<uint64_t> closed_listeners(std::vector<listening> *listeners);
+	// Whether connection @cookie was on its port before listener
+	// @listener listened (it cannot be its).
+	bool preceded(uint64_t listener, uint64_t cookie) const;
 	bool adopt(pid_t pid, int fd, uint64_t cookie, const struct sockbuf_floor &floor,
 		   bool inherited);
 
@@ -227,6 +253,8 @@ private:
 	// at for a copy of it (forked workers hold it too: their copies are
 	// published with its floor, as the shim's fork seed does).
 	std::map<uint64_t, std::vector<pid_t>> tree_seen_;
+	std::map<uint64_t, noted> noted_;
+	uint64_t last_pass_ms_ = 0; // of the last pass with a dump
 	totals totals_;
 };
 

@@ -103,6 +103,9 @@ int install_filter()
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, native_arch, 1, 0),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    // listen(): the supervisor notes the port of a sized listener
+	    // (see decide_listen()); to the last instruction.
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_listen, 11, 0),
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 1, 0),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg_lo(1)),
@@ -316,7 +319,7 @@ public:
 		std::fill(resp_.begin(), resp_.end(), 0);
 		auto *resp = reinterpret_cast<struct seccomp_notif_resp *>(resp_.data());
 		resp->id = req->id;
-		int err = decide(*req);
+		int err = req->data.nr == SYS_listen ? decide_listen(*req) : decide(*req);
 		if (err == continue_call) {
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		} else if (err == gone) {
@@ -463,6 +466,58 @@ private:
 				no_access(tid, "process_vm_readv", errno);
 			return continue_call; // the kernel's -EFAULT, or no access
 		}
+		pid_t tgid = 0;
+		const int sock = take(req, fd, "setsockopt", &tgid);
+		if (sock < 0)
+			return -sock;
+		int ret = apply(sock, tgid, fd, d, name, force, asked);
+		remote::closer::get().close_later(sock, 0);
+		return ret;
+	}
+
+	// listen(): always run by the kernel.  A socket the supervisor sized
+	// (guarded) has its local port and the connections already on it
+	// remembered first (remote::guard::note_listen()), so that the
+	// connections it accepts get its floor even when the program closes
+	// it before a pass sees it listening (iperf3's server does).  Any
+	// other socket costs one readlink() of its /proc entry, and nothing
+	// when no socket is guarded.
+	int decide_listen(const struct seccomp_notif &req)
+	{
+		if (guard_.size() == 0)
+			return continue_call;
+		const int fd = int(req.data.args[0]);
+		const pid_t tid = pid_t(req.pid);
+		// The inode behind the number in the calling thread's own
+		// table, without taking it.
+		char path[64], link[64];
+		fmt::format_to_n(path, sizeof(path) - 1, "/proc/{}/fd/{}", tid, fd).out[0] = '\0';
+		const ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			return continue_call;
+		link[n] = '\0';
+		unsigned long ino = 0;
+		if (std::sscanf(link, "socket:[%lu]", &ino) != 1 ||
+		    !guard_.find_inode(uint32_t(ino)))
+			return continue_call;
+		pid_t tgid = 0;
+		const int sock = take(req, fd, "listen", &tgid);
+		if (sock < 0)
+			return -sock;
+		guard_.note_listen(sock); // by its cookie: the identity rule
+		// Closed here: a socket about to listen has no data to send,
+		// so even a last close never lingers (no closer thread needed).
+		close(sock);
+		return continue_call;
+	}
+
+	// Descriptor @fd of the thread that made call @req, from that
+	// thread's own descriptor table, and its thread group in @tgid: a
+	// copy the caller closes, or -continue_call (the kernel runs the
+	// call, named @call in the log) or -gone.
+	int take(const struct seccomp_notif &req, int fd, const char *call, pid_t *tgid_out)
+	{
+		const pid_t tid = pid_t(req.pid);
 		// The socket from the calling thread's own descriptor table: a
 		// leader's pidfd reaches it; for another thread, a pidfd of the
 		// thread itself (PIDFD_THREAD, 6.9), else the leader's, whose
@@ -490,15 +545,14 @@ private:
 		if (!still_valid(req.id)) {
 			if (pidfd >= 0 && !cached)
 				close(pidfd);
-			return gone;
+			return -gone;
 		}
 		if (pidfd < 0) {
 			if (log_.on())
-				log_.line(
-				    fmt::format("pid {} thread {}: pidfd_open: {}; its setsockopt "
-						"goes to the kernel unchanged",
-						tgid, tid, std::strerror(errno)));
-			return continue_call;
+				log_.line(fmt::format("pid {} thread {}: pidfd_open: {}; its {} "
+						      "goes to the kernel unchanged",
+						      tgid, tid, std::strerror(errno), call));
+			return -continue_call;
 		}
 		int sock = pidfd_getfd(pidfd, fd);
 		int getfd_err = errno;
@@ -509,7 +563,7 @@ private:
 			forget_pidfd(tid);
 			pidfd = leader_pidfd(tid);
 			if (!still_valid(req.id))
-				return gone;
+				return -gone;
 			sock = pidfd < 0 ? -1 : pidfd_getfd(pidfd, fd);
 			getfd_err = errno;
 		}
@@ -523,10 +577,10 @@ private:
 				log_.line(fmt::format(
 				    "pid {} thread {} fd {}: not in the leader's descriptor table "
 				    "(the leader exited, or the thread has a table of its own; "
-				    "PIDFD_THREAD, Linux 6.9, would reach it); its setsockopt "
+				    "PIDFD_THREAD, Linux 6.9, would reach it); its {} "
 				    "goes to the kernel unchanged",
-				    tgid, tid, fd));
-			return continue_call; // EBADF and the like: the kernel says it
+				    tgid, tid, fd, call));
+			return -continue_call; // EBADF and the like: the kernel says it
 		}
 		// A number taken from the leader's table for another thread: a
 		// thread that called unshare(CLONE_FILES) has a table of its own,
@@ -536,15 +590,14 @@ private:
 		if (!own_table && same_file(tid, fd, sock) != 1) {
 			if (log_.on())
 				log_.line(fmt::format("pid {} thread {} fd {}: the thread has a "
-						      "descriptor table of its own; its setsockopt "
+						      "descriptor table of its own; its {} "
 						      "goes to the kernel unchanged",
-						      tgid, tid, fd));
+						      tgid, tid, fd, call));
 			remote::closer::get().close_later(sock, 0);
-			return continue_call;
+			return -continue_call;
 		}
-		int ret = apply(sock, tgid, fd, d, name, force, asked);
-		remote::closer::get().close_later(sock, 0);
-		return ret;
+		*tgid_out = tgid;
+		return sock;
 	}
 
 	// The program's memory or descriptors are out of this process's reach
@@ -615,6 +668,8 @@ private:
 			if (guard_.size() == 0)
 				next_pass_ = remote::monotonic_ms() + interval_ms_;
 			int gret = guard_.add(pid, fd, sock, fl);
+			if (gret == 0 && st == TCP_LISTEN)
+				guard_.note_listen(sock); // sized after its listen()
 			if (gret < 0 && log_.on())
 				log_.line(fmt::format("pid {} fd {}: floor not published or "
 						      "guarded: {}",

@@ -4,7 +4,9 @@
 //
 // The child installs a seccomp filter that sends only
 // setsockopt(SOL_SOCKET, SO_SNDBUF|SO_RCVBUF|SO_SNDBUFFORCE|SO_RCVBUFFORCE)
-// to user notification (every other system call runs at full speed) and
+// and listen() to user notification (every other system call runs at full
+// speed; listen() is answered by the kernel, after the supervisor noted
+// the port of a listener it sized) and
 // executes the program; this process stays its parent and answers each
 // notification: it reads the value from the program's memory, checks the
 // notification is still valid, takes the socket with pidfd_getfd(),

@@ -12,6 +12,9 @@ socket three times (tests/shim/programs/size_repeat.c):
   seccomp   the supervisor's calls between receiving the notification and
             answering it: no second protocol check, no second size set, at
             most 11.
+  listen    under seccomp, the supervisor's calls for a trapped listen() of
+            a python3 program: exactly one readlink for a listener without
+            a floor, at most 11 for one with a floor (its port noted).
 
 A budget exceeded names every call made.  Skips (77) without strace or
 where the way of running is not available.
@@ -139,6 +142,68 @@ def check_seccomp(sockbuf, prog, tmp):
     return ok
 
 
+# A listener without a floor, then one with (SO_RCVBUF before listen()).
+LISTENER_PROG = r'''
+import os, socket
+def mark(n):
+    os.write(1, b"mark %d\n" % n)
+mark(0)
+sized = socket.socket()
+sized.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+sized.bind(("127.0.0.1", 0))
+plain = socket.socket()
+plain.bind(("127.0.0.1", 0))
+mark(1)
+plain.listen()
+mark(2)
+sized.listen()
+mark(3)
+mark(4)
+'''
+LISTEN_PLAIN = ["readlink"]
+
+
+def supervisor_work(seq, sup, start, end):
+    """The supervisor's calls between receiving and answering the one
+    notification between the program's markers @start and @end, or None."""
+    window = between(seq, sup, start, end)
+    names = [c[2] for c in window]
+    try:
+        i = next(k for k, a in enumerate(names) if "SECCOMP_IOCTL_NOTIF_RECV" in a)
+        j = next(k for k, a in enumerate(names) if "SECCOMP_IOCTL_NOTIF_SEND" in a)
+    except StopIteration:
+        return None
+    return [short(c) for c in window[i + 1:j]]
+
+
+def check_listen(sockbuf, tmp):
+    python = shutil.which("python3")
+    if not python:
+        print("listen: not checked, no python3")
+        return True
+    seq = traced([sockbuf, "run", "-q", "--via", "seccomp", "--policy", "initial", "--",
+                  python, "-c", LISTENER_PROG], os.path.join(tmp, "listen.trace"))
+    if seq is None:
+        return False
+    sup = [c[0] for c in seq if c[1] == "ioctl" and "SECCOMP_IOCTL_NOTIF_RECV" in c[2]]
+    if not sup:
+        print("FAIL: no notification received")
+        return False
+    ok = True
+    plain = supervisor_work(seq, sup[0], 1, 2)
+    sized = supervisor_work(seq, sup[0], 2, 3)
+    print("listen, no floor: %s" % plain)
+    print("listen, with a floor: %d calls: %s" % (len(sized or []), sized))
+    if plain != LISTEN_PLAIN:
+        print("FAIL: want exactly %s for a listener without a floor" % LISTEN_PLAIN)
+        ok = False
+    if sized is None or len(sized) > SUPERVISOR_MAX or "getsockname" not in sized:
+        print("FAIL: a listener with a floor: its port not read, or more than %d calls"
+              % SUPERVISOR_MAX)
+        ok = False
+    return ok
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -156,6 +221,7 @@ def main():
             print("seccomp: not checked, the supervisor cannot run here: %s" % r.stderr.strip())
         else:
             ok = check_seccomp(sockbuf, prog, tmp) and ok
+            ok = check_listen(sockbuf, tmp) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -109,11 +109,49 @@ struct closer::state {
 
 closer::closer() : s_(new state) {}
 
+namespace
+{
+closer *the_pool;
+} // namespace
+
 closer &closer::get()
 {
 	// Never destroyed: a thread may sleep in a close() at exit.
-	static closer *c = new closer;
+	static closer *c = [] {
+		the_pool = new closer;
+		pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+		return the_pool;
+	}();
 	return *c;
+}
+
+void closer::before_fork()
+{
+	the_pool->s_->mu.lock();
+}
+
+void closer::after_fork_parent()
+{
+	the_pool->s_->mu.unlock();
+}
+
+void closer::after_fork_child()
+{
+	// The old state stays as it is (its mutex held, its threads gone in
+	// this process): leaked, never touched again.  The copies still
+	// queued are this process's duplicates too, not yet closed by
+	// anyone: closed here.  Those a thread was closing at the fork may
+	// or may not be in this process's table, and their numbers may name
+	// something else by now: left alone (at most max_threads).
+	state *old = the_pool->s_;
+	auto *fresh = new state;
+	fresh->closed = old->closed;
+	fresh->slow = old->slow;
+	for (const state::job &j : old->queue) {
+		close(j.fd);
+		fresh->closed++;
+	}
+	the_pool->s_ = fresh;
 }
 
 void closer::close_later(int fd, uid_t uid)

@@ -58,6 +58,13 @@ public:
 
 private:
 	closer();
+	// fork(): the child has none of the pool's threads.  Its copy starts
+	// afresh (a pool of its own, started on demand) and closes the copies
+	// that were queued at the fork, so that a forked taker (the
+	// supervisor's background copy) holds no socket alive.
+	static void before_fork();
+	static void after_fork_parent();
+	static void after_fork_child();
 	state *s_;
 };
 

@@ -13,6 +13,7 @@
 #include "closer.h"
 #include "remote_guard.h"
 #include "show_collect.h"
+#include "take.h"
 #include "test_fault.h"
 
 #include <sockbuf/format.hpp>
@@ -122,9 +123,14 @@ struct outcome {
 // (said on standard output with @what it was for).
 int take_listed(int pidfd, const show::shown_socket &s, const char *what)
 {
-	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s.fd, 0));
+	int dup = remote::take_socket(pidfd, s.pid, s.fd);
 	if (dup < 0)
 		return -errno;
+	const std::string lost = remote::class_note();
+	if (!lost.empty())
+		fmt::print("{}: net_cls classid and net_prio index now this command's, not "
+			   "the owner's ({})\n",
+			   describe(s), lost);
 	const int64_t ino = diag::socket_inode(dup);
 	if (ino != int64_t(s.info.inode)) {
 		remote::closer::get().close_later(dup, 0);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "remote_guard.h"
 #include "closer.h"
+#include "take.h"
 #include "test_fault.h"
 
 #include <fmt/core.h>
@@ -131,7 +132,7 @@ std::string recover_journal(const std::string &path)
 	std::string said;
 	if (n == ssize_t(sizeof(r)) && r.magic == journal_magic) {
 		const int pidfd = int(syscall(SYS_pidfd_open, r.pid, 0));
-		const int dup = pidfd < 0 ? -1 : int(syscall(SYS_pidfd_getfd, pidfd, r.fd, 0));
+		const int dup = pidfd < 0 ? -1 : take_socket(pidfd, r.pid, r.fd);
 		int lock = -1;
 		socklen_t len = sizeof(lock);
 		if (dup < 0 || cookie_of(dup) != r.cookie)
@@ -190,6 +191,7 @@ guard::process *guard::proc(pid_t pid)
 	p->pidfd = int(syscall(SYS_pidfd_open, pid, 0));
 	if (p->pidfd < 0)
 		return nullptr;
+	p->pid = pid;
 	p->uid = owner_of(pid); // after the pidfd: the process of that pid
 	if (who_)
 		p->table.open(pid); // no table (publication off): guarded all the same
@@ -405,7 +407,7 @@ int guard::take(const process &p, int fd)
 		errno = EAGAIN;
 		return -1;
 	}
-	return int(syscall(SYS_pidfd_getfd, p.pidfd, fd, 0));
+	return take_socket(p.pidfd, p.pid, fd);
 }
 
 void guard::put(const process &p, int dup)

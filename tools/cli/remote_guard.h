@@ -190,6 +190,7 @@ public:
 private:
 	struct process {
 		int pidfd = -1;
+		pid_t pid = 0;
 		uid_t uid = uid_t(-1); // its real uid: whose closes it waits for
 		registry::foreign_table table;
 		size_t sockets = 0;

@@ -3,6 +3,7 @@
 
 #include "floor_read.h"
 #include "sysctl.h"
+#include "take.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -77,7 +78,7 @@ void read_lock(shown_socket *s, int pidfd, int pidfd_err)
 		s->lock_note = fmt::format("pidfd_open: {}", std::strerror(pidfd_err));
 		return;
 	}
-	int dup = int(syscall(SYS_pidfd_getfd, pidfd, s->fd, 0));
+	int dup = remote::take_socket(pidfd, s->pid, s->fd);
 	if (dup < 0) {
 		const int e = errno;
 		s->lock_note = fmt::format("pidfd_getfd: {}{}", std::strerror(e),

@@ -5,6 +5,7 @@
 #include "force_rights.h"
 #include "remote_guard.h"
 #include "stored.h"
+#include "take.h"
 #include "test_fault.h"
 
 #include <sockbuf/sockbuf.h>
@@ -559,7 +560,7 @@ private:
 						      tgid, tid, std::strerror(errno), call));
 			return -continue_call;
 		}
-		int sock = pidfd_getfd(pidfd, fd);
+		int sock = remote::take_socket(pidfd, tgid, fd);
 		int getfd_err = errno;
 		if (sock < 0 && getfd_err == ESRCH && cached) {
 			// A kept pidfd of a process that has ended: the caller is a
@@ -569,7 +570,7 @@ private:
 			pidfd = leader_pidfd(tid);
 			if (!still_valid(req.id))
 				return -gone;
-			sock = pidfd < 0 ? -1 : pidfd_getfd(pidfd, fd);
+			sock = pidfd < 0 ? -1 : remote::take_socket(pidfd, tgid, fd);
 			getfd_err = errno;
 		}
 		if (!cached)

@@ -321,17 +321,17 @@ private:
 	int progress_fd_ = -1;
 	uint64_t dm_passes_ = 0;
 	int64_t dm_beat_ns_ = 0;
-	progress::bounds dm_bounds_;
 	uint64_t own_timens_ = 0;
+	progress::bounds dm_bounds_; // 12 bytes: the flags below fill its word
 	bool events_parked_ = false;
 	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
 	// A floor the registry did not take (table full, publication off):
 	// the daemon cannot see it, so this guard never hands over.
 	std::atomic<bool> publish_failed_{false};
+	std::atomic<bool> watching_{false}; // listeners_ not empty: no hand-over
 
 	std::mutex mu_;				// the set and the totals; held briefly (see above)
 	std::vector<listener_watch> listeners_; // under mu_
-	std::atomic<bool> watching_{false};	// listeners_ not empty: no hand-over
 	// Connections a dump showed on a watched port that are in no
 	// descriptor of this process: cookie -> passes left to look.  Under
 	// pass_mu_.

@@ -58,7 +58,7 @@ extern "C" {
 
 /* Version as one number: major * 10000 + minor * 100 + patch (what it
  * promises: NEWS.md). */
-#define SOCKBUF_VERSION 501 /* 0.5.1 */
+#define SOCKBUF_VERSION 600 /* 0.6.0 */
 
 /* The largest size any call accepts, in the library's unit.  The kernel
  * caps setsockopt values at INT_MAX / 2 before doubling; the library keeps

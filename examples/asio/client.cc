@@ -69,58 +69,23 @@ int usage(const char *why)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa;
-	bool have_addr = false, json = false;
-	int mode = bufs_default, seconds = 10, guard_ms = 0;
-	long long size = 128 << 10, call = 1 << 20, bytes = 64LL << 20, cut_want = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		if ((v = opt_value(argv[i], "--connect")))
-			have_addr = parse_addr(v, &sa) == 0;
-		else if ((v = opt_value(argv[i], "--bufs")))
-			mode = parse_bufs(v);
-		else if ((v = opt_value(argv[i], "--bufsize")))
-			size = parse_size(v);
-		else if ((v = opt_value(argv[i], "--size")))
-			call = parse_size(v);
-		else if ((v = opt_value(argv[i], "--bytes")))
-			bytes = parse_size(v);
-		else if ((v = opt_value(argv[i], "--seconds")))
-			seconds = std::atoi(v);
-		else if ((v = opt_value(argv[i], "--floor-guard")))
-			guard_ms = std::atoi(v);
-		else if ((v = opt_value(argv[i], "--cut-check")))
-			cut_want = parse_size(v);
-		else if (std::strcmp(argv[i], "--json") == 0)
-			json = true;
-		else
-			return usage("unknown option");
-	}
-	if (!have_addr)
-		return usage("--connect=ADDR:PORT is required");
-	if (mode < 0)
-		return usage("--bufs must be default, initial or lock");
-	if (size <= 0 || size > SOCKBUF_SIZE_MAX)
-		return usage("--bufsize out of range");
-	if (call <= 0 || call > bulk::max_read)
-		return usage("--size out of range (1-16M)");
-	if (bytes < 0 || seconds < 1 || seconds > 3600 || cut_want < 0)
-		return usage("--bytes, --seconds (1-3600) or --cut-check out of range");
-	if (guard_ms < 0 || guard_ms > 60000 || (guard_ms && mode != bufs_initial))
-		return usage("--floor-guard=MS (1-60000) goes with --bufs=initial");
+	struct bulk_opts o;
+	const char *bad_args = bulk_parse(argc, argv, 1, bulk::max_read, &o);
+	if (bad_args)
+		return usage(bad_args);
 
 	boost::asio::io_context io;
 	tcp::socket s(io);
-	const tcp::endpoint ep(boost::asio::ip::address_v4(ntohl(sa.sin_addr.s_addr)),
-			       ntohs(sa.sin_port));
+	const tcp::endpoint ep(boost::asio::ip::address_v4(ntohl(o.addr.sin_addr.s_addr)),
+			       ntohs(o.addr.sin_port));
 	sockbuf::floor fl{};
-	if (mode == bufs_default) {
+	if (o.mode == bufs_default) {
 		s.open(tcp::v4());
 	} else {
 		// The one line: sized before connect().
-		auto r = sockbuf::asio::open(s, tcp::v4(), int(size),
-					     mode == bufs_lock ? sockbuf::asio::bufs::lock
-							       : sockbuf::asio::bufs::initial);
+		auto r = sockbuf::asio::open(s, tcp::v4(), int(o.bufsize),
+					     o.mode == bufs_lock ? sockbuf::asio::bufs::lock
+								 : sockbuf::asio::bufs::initial);
 		if (!r) {
 			std::fprintf(stderr, "asio-bulk-client: %s\n", r.error().message().c_str());
 			return 1;
@@ -134,11 +99,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	std::optional<sockbuf::guard> guard;
-	if (guard_ms) {
+	if (o.guard_ms) {
 		auto g = sockbuf::guard::make();
 		std::error_code e = g ? g->add(s.native_handle(), fl) : g.error();
 		if (!e)
-			e = g->start(std::chrono::milliseconds(guard_ms));
+			e = g->start(std::chrono::milliseconds(o.guard_ms));
 		if (e) {
 			std::fprintf(stderr, "asio-bulk-client: floor guard: %s\n",
 				     e.message().c_str());
@@ -152,8 +117,8 @@ int main(int argc, char **argv)
 	const double t0 = now_s();
 	double t = t0;
 	try {
-		while (got < bytes && t - t0 < seconds) {
-			uint32_t req[2] = {bulk::op_read, uint32_t(call)};
+		while (got < o.bytes && t - t0 < o.seconds) {
+			uint32_t req[2] = {bulk::op_read, uint32_t(o.call)};
 			bulk::to_net(req, 2);
 			boost::asio::write(s, boost::asio::buffer(req));
 			uint32_t len = 0;
@@ -163,7 +128,7 @@ int main(int argc, char **argv)
 				throw std::runtime_error("reply too long");
 			buf.resize(len);
 			boost::asio::read(s, boost::asio::buffer(buf));
-			if (len != uint32_t(call) || buf[0] != bulk::pattern(0) ||
+			if (len != uint32_t(o.call) || buf[0] != bulk::pattern(0) ||
 			    buf[len - 1] != bulk::pattern(len - 1))
 				bad++;
 			got += len;
@@ -181,14 +146,14 @@ int main(int argc, char **argv)
 	const bulk::stat_reply srv = call_stat(s, bulk::op_stat, 0);
 	bulk::stat_reply before{}, cut{}, after{};
 	double restore_ms = 0;
-	if (cut_want) {
+	if (o.cut_want) {
 		before = call_stat(s, bulk::op_stat, 0);
 		cut = call_stat(s, bulk::op_cut, 8192);
 		const double c0 = now_s();
 		restore_ms = -1;
 		while (now_s() - c0 < 10) {
 			after = call_stat(s, bulk::op_stat, 0);
-			if (after.sndbuf >= cut_want && after.buf_lock == 0) {
+			if (after.sndbuf >= o.cut_want && after.buf_lock == 0) {
 				restore_ms = (now_s() - c0) * 1000;
 				break;
 			}
@@ -196,14 +161,14 @@ int main(int argc, char **argv)
 		}
 	}
 	const double mbs = secs > 0 ? double(got) / secs / 1e6 : 0.0;
-	if (json) {
+	if (o.json) {
 		std::printf(
 		    "{\"bytes\":%lld,\"calls\":%lld,\"bad\":%lld,\"seconds\":%.3f,"
 		    "\"mb_s\":%.3f,\"client\":{\"sndbuf\":%d,\"rcvbuf\":%d,\"lock\":%d},"
 		    "\"server\":{\"sndbuf\":%d,\"rcvbuf\":%d,\"lock\":%d,\"rcv_wscale\":%d}",
 		    got, calls, bad, secs, mbs, csnd, crcv, clk, srv.sndbuf, srv.rcvbuf,
 		    srv.buf_lock, srv.rcv_wscale);
-		if (cut_want)
+		if (o.cut_want)
 			std::printf(
 			    ",\"cut\":{\"before\":%d,\"cut\":%d,\"cut_lock\":%d,\"after\":%d,"
 			    "\"after_lock\":%d,\"restore_ms\":%.1f,\"guard_interval_us\":%d,"
@@ -216,9 +181,9 @@ int main(int argc, char **argv)
 		std::printf("%lld bytes in %lld READs of %lld, %.2f s: %.3f MB/s (%lld bad)\n"
 			    "client socket: snd %d rcv %d lock %d; server's: snd %d rcv %d lock %d "
 			    "wscale %d\n",
-			    got, calls, call, secs, mbs, bad, csnd, crcv, clk, srv.sndbuf,
+			    got, calls, o.call, secs, mbs, bad, csnd, crcv, clk, srv.sndbuf,
 			    srv.rcvbuf, srv.buf_lock, srv.rcv_wscale);
-		if (cut_want)
+		if (o.cut_want)
 			std::printf("server's send buffer cut %d -> %d (lock %d), %s %.1f ms later "
 				    "(%d, lock %d)\n",
 				    before.sndbuf, cut.sndbuf, cut.buf_lock,

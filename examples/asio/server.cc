@@ -138,64 +138,41 @@ int usage(const char *why)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa;
-	bool have_addr = false;
-	int mode = bufs_default, seconds = 0, guard_ms = 0;
-	long long size = 128 << 10;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		if ((v = opt_value(argv[i], "--listen")))
-			have_addr = parse_addr(v, &sa) == 0;
-		else if ((v = opt_value(argv[i], "--bufs")))
-			mode = parse_bufs(v);
-		else if ((v = opt_value(argv[i], "--bufsize")))
-			size = parse_size(v);
-		else if ((v = opt_value(argv[i], "--floor-guard")))
-			guard_ms = std::atoi(v);
-		else if ((v = opt_value(argv[i], "--seconds")))
-			seconds = std::atoi(v);
-		else
-			return usage("unknown option");
-	}
-	if (!have_addr)
-		return usage("--listen=ADDR:PORT is required");
-	if (mode < 0)
-		return usage("--bufs must be default, initial or lock");
-	if (size <= 0 || size > SOCKBUF_SIZE_MAX)
-		return usage("--bufsize out of range");
-	if (guard_ms < 0 || guard_ms > 60000 || (guard_ms && mode != bufs_initial))
-		return usage("--floor-guard=MS (1-60000) goes with --bufs=initial");
+	struct bulk_opts o;
+	const char *bad_args = bulk_parse(argc, argv, 0, 0, &o);
+	if (bad_args)
+		return usage(bad_args);
 	::signal(SIGTERM, [](int) { _exit(0); });
 	::signal(SIGALRM, [](int) { _exit(0); });
 	::signal(SIGPIPE, SIG_IGN);
-	if (seconds > 0)
-		::alarm(unsigned(seconds));
+	if (o.seconds > 0)
+		::alarm(unsigned(o.seconds));
 
 	boost::asio::io_context io;
 	tcp::acceptor acc(io);
-	const tcp::endpoint ep(boost::asio::ip::address_v4(ntohl(sa.sin_addr.s_addr)),
-			       ntohs(sa.sin_port));
+	const tcp::endpoint ep(boost::asio::ip::address_v4(ntohl(o.addr.sin_addr.s_addr)),
+			       ntohs(o.addr.sin_port));
 	sockbuf::floor fl{};
-	if (mode == bufs_default) {
+	if (o.mode == bufs_default) {
 		acc.open(ep.protocol());
 		acc.set_option(tcp::acceptor::reuse_address(true));
 		acc.bind(ep);
 		acc.listen();
 	} else {
 		// The one line: sized before listen(), then bound and listening.
-		auto r = sockbuf::asio::listen(acc, ep, int(size),
-					       mode == bufs_lock ? sockbuf::asio::bufs::lock
-								 : sockbuf::asio::bufs::initial);
+		auto r = sockbuf::asio::listen(acc, ep, int(o.bufsize),
+					       o.mode == bufs_lock ? sockbuf::asio::bufs::lock
+								   : sockbuf::asio::bufs::initial);
 		if (!r) {
 			std::fprintf(stderr, "asio-bulk-server: %s\n", r.error().message().c_str());
 			return 1;
 		}
 		fl = *r;
 	}
-	if (guard_ms) {
+	if (o.guard_ms) {
 		auto g = sockbuf::guard::make();
 		std::error_code ec = g ? g->add_listener(acc.native_handle(), fl) : g.error();
-		g_interval_us = unsigned(guard_ms) * 1000u;
+		g_interval_us = unsigned(o.guard_ms) * 1000u;
 		if (!ec)
 			ec = g->start(std::chrono::microseconds(g_interval_us));
 		if (ec) {
@@ -206,10 +183,10 @@ int main(int argc, char **argv)
 		g_guard.emplace(std::move(*g));
 	}
 	std::printf("serving BULK on %s (bufs %s, guard %d ms)\n", ep.address().to_string().c_str(),
-		    mode == bufs_initial ? "initial"
-		    : mode == bufs_lock	 ? "lock"
-					 : "default",
-		    guard_ms);
+		    o.mode == bufs_initial ? "initial"
+		    : o.mode == bufs_lock  ? "lock"
+					   : "default",
+		    o.guard_ms);
 	std::fflush(stdout);
 	accept_loop(acc);
 	io.run();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What the BULK examples (tirpc, asio) share: options, and sizing
- * a socket with sockbuf before listen() or connect(). */
+/* What the BULK examples (tirpc, asio) share: their options, parsed in
+ * one place, and sizing a socket with sockbuf before listen() or
+ * connect(). */
 #ifndef SOCKBUF_EXAMPLE_BULK_CLI_H
 #define SOCKBUF_EXAMPLE_BULK_CLI_H
 
@@ -8,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +29,31 @@ static inline const char *opt_value(const char *arg, const char *name)
 static inline long long parse_size(const char *s)
 {
 	char *end;
+	errno = 0;
 	long long v = strtoll(s, &end, 10);
-	if (end == s || v < 0)
+	if (end == s || v < 0 || errno)
 		return -1;
+	int shift = 0;
 	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	return *end ? -1 : v;
+		shift = 20, end++;
+	if (*end || v > (LLONG_MAX >> shift))
+		return -1;
+	return v << shift;
+}
+
+/* A whole decimal number in [@lo, @hi] -> @out; 0 or -1 (garbage, a
+ * trailing unit, out of range: atoi() would have said 0). */
+static inline int parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
 }
 
 static inline int parse_bufs(const char *s)
@@ -52,15 +71,91 @@ static inline int parse_bufs(const char *s)
 static inline int parse_addr(const char *s, struct sockaddr_in *sa)
 {
 	char host[64];
+	int port;
 	const char *colon = strrchr(s, ':');
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host) ||
+	    parse_int(colon + 1, 0, 65535, &port) < 0)
 		return -1;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = '\0';
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
-	sa->sin_port = htons((unsigned short)atoi(colon + 1));
+	sa->sin_port = htons((unsigned short)port);
 	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+/* The options of the BULK programs.  The server takes --listen, --bufs,
+ * --bufsize, --floor-guard and --seconds; the client --connect in place
+ * of --listen, and --size, --bytes, --cut-check and --json besides. */
+struct bulk_opts {
+	struct sockaddr_in addr; /* --listen or --connect */
+	int mode;		 /* --bufs: bufs_* */
+	long long bufsize;	 /* --bufsize, both directions */
+	int guard_ms;		 /* --floor-guard: 0, none */
+	int seconds;		 /* client: reading time; server: exit after (0: never) */
+	long long call;		 /* client --size: bytes a READ asks for */
+	long long bytes;	 /* client --bytes: stop after this many */
+	long long cut_want;	 /* client --cut-check: 0, none */
+	int json;		 /* client --json */
+};
+
+/* Parses @argv into @o for the client (@client != 0) or the server.
+ * @call_max: the largest READ the protocol carries.  NULL, or why the
+ * arguments are wrong (for the program's usage line). */
+static inline const char *bulk_parse(int argc, char **argv, int client, long long call_max,
+				     struct bulk_opts *o)
+{
+	const char *addr_opt = client ? "--connect" : "--listen";
+	int have_addr = 0;
+	memset(o, 0, sizeof(*o));
+	o->mode = bufs_default;
+	o->bufsize = 128 << 10;
+	o->seconds = client ? 10 : 0;
+	o->call = 1 << 20;
+	o->bytes = 64LL << 20;
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		if ((v = opt_value(argv[i], addr_opt))) {
+			if (parse_addr(v, &o->addr) < 0)
+				return client ? "--connect=ADDR:PORT: not an IPv4 address and port"
+					      : "--listen=ADDR:PORT: not an IPv4 address and port";
+			have_addr = 1;
+		} else if ((v = opt_value(argv[i], "--bufs"))) {
+			if ((o->mode = parse_bufs(v)) < 0)
+				return "--bufs must be default, initial or lock";
+		} else if ((v = opt_value(argv[i], "--bufsize"))) {
+			o->bufsize = parse_size(v);
+			if (o->bufsize <= 0 || o->bufsize > SOCKBUF_SIZE_MAX)
+				return "--bufsize out of range";
+		} else if ((v = opt_value(argv[i], "--floor-guard"))) {
+			if (parse_int(v, 1, 60000, &o->guard_ms) < 0)
+				return "--floor-guard=MS out of range (1-60000)";
+		} else if ((v = opt_value(argv[i], "--seconds"))) {
+			if (parse_int(v, client ? 1 : 0, 3600, &o->seconds) < 0)
+				return client ? "--seconds out of range (1-3600)"
+					      : "--seconds out of range (0-3600)";
+		} else if (client && (v = opt_value(argv[i], "--size"))) {
+			o->call = parse_size(v);
+			if (o->call <= 0 || o->call > call_max)
+				return "--size out of range (1-16M)";
+		} else if (client && (v = opt_value(argv[i], "--bytes"))) {
+			if ((o->bytes = parse_size(v)) < 0)
+				return "--bytes out of range";
+		} else if (client && (v = opt_value(argv[i], "--cut-check"))) {
+			if ((o->cut_want = parse_size(v)) < 0 || o->cut_want > SOCKBUF_SIZE_MAX)
+				return "--cut-check out of range";
+		} else if (client && strcmp(argv[i], "--json") == 0) {
+			o->json = 1;
+		} else {
+			return "unknown option";
+		}
+	}
+	if (!have_addr)
+		return client ? "--connect=ADDR:PORT is required"
+			      : "--listen=ADDR:PORT is required";
+	if (o->guard_ms && o->mode != bufs_initial)
+		return "--floor-guard=MS goes with --bufs=initial";
+	return NULL;
 }
 
 /* Sizes @fd before listen() or connect(): nothing (default), an initial

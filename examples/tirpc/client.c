@@ -76,65 +76,31 @@ static double cut_check(CLIENT *clnt, int want, bulk_stat *before, bulk_stat *cu
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa;
-	int have_addr = 0, mode = bufs_default, seconds = 10, guard_ms = 0, json = 0;
-	long long size = 128 << 10, call = 1 << 20, bytes = 64LL << 20, cut_want = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		if ((v = opt_value(argv[i], "--connect")))
-			have_addr = parse_addr(v, &sa) == 0;
-		else if ((v = opt_value(argv[i], "--bufs")))
-			mode = parse_bufs(v);
-		else if ((v = opt_value(argv[i], "--bufsize")))
-			size = parse_size(v);
-		else if ((v = opt_value(argv[i], "--size")))
-			call = parse_size(v);
-		else if ((v = opt_value(argv[i], "--bytes")))
-			bytes = parse_size(v);
-		else if ((v = opt_value(argv[i], "--seconds")))
-			seconds = atoi(v);
-		else if ((v = opt_value(argv[i], "--floor-guard")))
-			guard_ms = atoi(v);
-		else if ((v = opt_value(argv[i], "--cut-check")))
-			cut_want = parse_size(v);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return usage("unknown option");
-	}
-	if (!have_addr)
-		return usage("--connect=ADDR:PORT is required");
-	if (mode < 0)
-		return usage("--bufs must be default, initial or lock");
-	if (size <= 0 || size > SOCKBUF_SIZE_MAX)
-		return usage("--bufsize out of range");
-	if (call <= 0 || call > BULK_MAX)
-		return usage("--size out of range (1-16M)");
-	if (bytes < 0 || seconds < 1 || seconds > 3600 || cut_want < 0)
-		return usage("--bytes, --seconds (1-3600) or --cut-check out of range");
-	if (guard_ms < 0 || guard_ms > 60000 || (guard_ms && mode != bufs_initial))
-		return usage("--floor-guard=MS (1-60000) goes with --bufs=initial");
+	struct bulk_opts o;
+	const char *bad_args = bulk_parse(argc, argv, 1, BULK_MAX, &o);
+	if (bad_args)
+		return usage(bad_args);
 
 	/* Sized before connect(): the window scale is fixed in the handshake. */
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockbuf_floor floor;
-	if (fd < 0 || size_socket("tirpc-bulk-client", fd, mode, (int)size, &floor) < 0)
+	if (fd < 0 || size_socket("tirpc-bulk-client", fd, o.mode, (int)o.bufsize, &floor) < 0)
 		return 1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (connect(fd, (struct sockaddr *)&o.addr, sizeof(o.addr)) < 0) {
 		perror("tirpc-bulk-client: connect");
 		return 1;
 	}
-	if (guard_ms) {
+	if (o.guard_ms) {
 		int g = sockbuf_guard_new(0);
 		int err = g < 0 ? g : sockbuf_guard_add(g, fd, &floor);
 		if (err == 0)
-			err = sockbuf_guard_start(g, (unsigned int)guard_ms * 1000u);
+			err = sockbuf_guard_start(g, (unsigned int)o.guard_ms * 1000u);
 		if (err < 0) {
 			fprintf(stderr, "tirpc-bulk-client: floor guard: %s\n", strerror(-err));
 			return 1;
 		}
 	}
-	struct netbuf nb = {sizeof(sa), sizeof(sa), &sa};
+	struct netbuf nb = {sizeof(o.addr), sizeof(o.addr), &o.addr};
 	CLIENT *clnt = clnt_vc_create(fd, &nb, BULK_PROG, BULK_VERS, 0, 0);
 	if (!clnt) {
 		clnt_pcreateerror("tirpc-bulk-client: clnt_vc_create");
@@ -143,11 +109,11 @@ int main(int argc, char **argv)
 	struct timeval tmo = {60, 0};
 	clnt_control(clnt, CLSET_TIMEOUT, (char *)&tmo);
 
-	bulk_read_args args = {0, (u_int)call};
+	bulk_read_args args = {0, (u_int)o.call};
 	long long got = 0, calls = 0, bad = 0;
 	const double t0 = now_s();
 	double t = t0;
-	while (got < bytes && t - t0 < seconds) {
+	while (got < o.bytes && t - t0 < o.seconds) {
 		bulk_data *res = bulk_read_1(&args, clnt);
 		if (!res) {
 			clnt_perror(clnt, "tirpc-bulk-client: BULK_READ");
@@ -170,15 +136,15 @@ int main(int argc, char **argv)
 	if (st)
 		srv = *st;
 	double restore_ms = 0;
-	if (cut_want)
-		restore_ms = cut_check(clnt, (int)cut_want, &before, &cut, &after);
-	if (json) {
+	if (o.cut_want)
+		restore_ms = cut_check(clnt, (int)o.cut_want, &before, &cut, &after);
+	if (o.json) {
 		printf("{\"bytes\":%lld,\"calls\":%lld,\"bad\":%lld,\"seconds\":%.3f,"
 		       "\"mb_s\":%.3f,\"client\":{\"sndbuf\":%d,\"rcvbuf\":%d,\"lock\":%d},"
 		       "\"server\":{\"sndbuf\":%d,\"rcvbuf\":%d,\"lock\":%d,\"rcv_wscale\":%d}",
 		       got, calls, bad, secs, secs > 0 ? (double)got / secs / 1e6 : 0.0, csnd, crcv,
 		       clock_, srv.sndbuf, srv.rcvbuf, srv.buf_lock, srv.rcv_wscale);
-		if (cut_want)
+		if (o.cut_want)
 			printf(",\"cut\":{\"before\":%d,\"cut\":%d,\"cut_lock\":%d,\"after\":%d,"
 			       "\"after_lock\":%d,\"restore_ms\":%.1f,\"guard_interval_us\":%d,"
 			       "\"guard_max_late_us\":%d,\"guard_restored\":%d}",
@@ -190,9 +156,9 @@ int main(int argc, char **argv)
 		printf("%lld bytes in %lld READs of %lld, %.2f s: %.3f MB/s (%lld bad)\n"
 		       "client socket: snd %d rcv %d lock %d; server's: snd %d rcv %d lock %d "
 		       "wscale %d\n",
-		       got, calls, call, secs, secs > 0 ? (double)got / secs / 1e6 : 0.0, bad, csnd,
-		       crcv, clock_, srv.sndbuf, srv.rcvbuf, srv.buf_lock, srv.rcv_wscale);
-		if (cut_want)
+		       got, calls, o.call, secs, secs > 0 ? (double)got / secs / 1e6 : 0.0, bad,
+		       csnd, crcv, clock_, srv.sndbuf, srv.rcvbuf, srv.buf_lock, srv.rcv_wscale);
+		if (o.cut_want)
 			printf("server's send buffer cut %d -> %d (lock %d), %s %.1f ms later "
 			       "(%d, lock %d)\n",
 			       before.sndbuf, cut.sndbuf, cut.buf_lock,

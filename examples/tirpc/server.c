@@ -110,37 +110,16 @@ static int usage(const char *why)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in sa;
-	int have_addr = 0, mode = bufs_default, seconds = 0, guard_ms = 0, one = 1;
-	long long size = 128 << 10;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		if ((v = opt_value(argv[i], "--listen")))
-			have_addr = parse_addr(v, &sa) == 0;
-		else if ((v = opt_value(argv[i], "--bufs")))
-			mode = parse_bufs(v);
-		else if ((v = opt_value(argv[i], "--bufsize")))
-			size = parse_size(v);
-		else if ((v = opt_value(argv[i], "--floor-guard")))
-			guard_ms = atoi(v);
-		else if ((v = opt_value(argv[i], "--seconds")))
-			seconds = atoi(v);
-		else
-			return usage("unknown option");
-	}
-	if (!have_addr)
-		return usage("--listen=ADDR:PORT is required");
-	if (mode < 0)
-		return usage("--bufs must be default, initial or lock");
-	if (size <= 0 || size > SOCKBUF_SIZE_MAX)
-		return usage("--bufsize out of range");
-	if (guard_ms < 0 || guard_ms > 60000 || (guard_ms && mode != bufs_initial))
-		return usage("--floor-guard=MS (1-60000) goes with --bufs=initial");
+	struct bulk_opts o;
+	const char *bad_args = bulk_parse(argc, argv, 0, 0, &o);
+	if (bad_args)
+		return usage(bad_args);
+	int one = 1;
 	signal(SIGTERM, stop);
 	signal(SIGALRM, stop);
 	signal(SIGPIPE, SIG_IGN);
-	if (seconds > 0)
-		alarm((unsigned int)seconds);
+	if (o.seconds > 0)
+		alarm((unsigned int)o.seconds);
 
 	/* Sized before listen(): every accepted connection inherits the
 	 * size, the unlocked state and the window scale. */
@@ -150,9 +129,9 @@ int main(int argc, char **argv)
 		perror("tirpc-bulk-server: socket");
 		return 1;
 	}
-	if (size_socket("tirpc-bulk-server", fd, mode, (int)size, &floor) < 0)
+	if (size_socket("tirpc-bulk-server", fd, o.mode, (int)o.bufsize, &floor) < 0)
 		return 1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&o.addr, sizeof(o.addr)) < 0 || listen(fd, 64) < 0) {
 		perror("tirpc-bulk-server: bind/listen");
 		return 1;
 	}
@@ -166,10 +145,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tirpc-bulk-server: svc_reg failed\n");
 		return 1;
 	}
-	if (guard_ms) {
+	if (o.guard_ms) {
 		/* libtirpc accepts inside svc_run(): the guard finds those
 		 * connections by the listener and gives them its floor. */
-		g_interval_us = (unsigned int)guard_ms * 1000u;
+		g_interval_us = (unsigned int)o.guard_ms * 1000u;
 		g_guard = sockbuf_guard_new(0);
 		int err = g_guard < 0 ? g_guard : sockbuf_guard_add_listener(g_guard, fd, &floor);
 		if (err == 0)
@@ -179,12 +158,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("serving BULK on %s:%d (bufs %s, guard %d ms)\n", inet_ntoa(sa.sin_addr),
-	       ntohs(sa.sin_port),
-	       mode == bufs_initial ? "initial"
-	       : mode == bufs_lock  ? "lock"
-				    : "default",
-	       guard_ms);
+	printf("serving BULK on %s:%d (bufs %s, guard %d ms)\n", inet_ntoa(o.addr.sin_addr),
+	       ntohs(o.addr.sin_port),
+	       o.mode == bufs_initial ? "initial"
+	       : o.mode == bufs_lock  ? "lock"
+				      : "default",
+	       o.guard_ms);
 	fflush(stdout);
 	svc_run();
 	fprintf(stderr, "tirpc-bulk-server: svc_run returned\n");

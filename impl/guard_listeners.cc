@@ -3,7 +3,7 @@
 // accepts on its own, found at the start of each full pass by the
 // listener's family, port and address, in this process's descriptor table
 // only, and added with the listener's floor.  The same search the
-// supervisor makes for another process (tools/cli/remote_guard.cc,
+// supervisor makes for another process (tools/remote/remote_guard.cc,
 // adopt_accepted()), without pidfd_getfd(): the descriptors are ours.
 #include "guard.h"
 

@@ -37,7 +37,7 @@
 // mapped, removed with its object.
 //
 // This is the format and the writer, in the library.  The reader is the
-// command's (tools/cli/floor_read.h).
+// tools' (tools/remote/floor_read.h).
 #pragma once
 
 #include <atomic>

@@ -639,7 +639,7 @@ def force_checks(lab):
              f"that no longer holds CAP_NET_ADMIN)" +
              ("" if later == limit else
               " -- DAEMON BUG: the FORCE answer is asked once per process and kept "
-              "(tools/cli/remote_guard.cc, guard::restore(): process::force cached)"))
+              "(tools/remote/remote_guard.cc, guard::restore(): process::force cached)"))
 
 
 def limit_checks(lab, proc, fd, F, limit, label):
@@ -672,7 +672,7 @@ def limit_checks(lab, proc, fd, F, limit, label):
              ("" if now == at == before + 2 else
               " -- DAEMON BUG: a socket left at its owner's limit reads below its floor "
               "at every pass, and each pass restores it again and counts a dip, a restore "
-              "and a refusal (tools/cli/remote_guard.cc guard::pass(), "
+              "and a refusal (tools/remote/remote_guard.cc guard::pass(), "
               "tools/daemon/host.cc host::restored())"))
 
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target for the floor registry's parser (tools/cli/floor_parse.cc),
+// libFuzzer target for the floor registry's parser (tools/remote/floor_parse.cc),
 // which `sockbuf show` runs, often as root, over files that any process
 // writes: no crash, no out-of-bounds read, and a table it accepts holds
 // only entries with an inode, non-negative floors, known publishers, each

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The closer pool (tools/cli/closer.h): copies are really closed, in this
+// The closer pool (tools/remote/closer.h): copies are really closed, in this
 // process and in a forked copy of it, whose pool has none of the parent's
 // threads.  A copy left open would keep another process's socket alive.
 #include "closer.h"

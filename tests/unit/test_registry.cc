@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The floor registry (impl/internal/floor_registry.h, the writer, and
-// tools/cli/floor_read.h, the reader): what a process publishes is
+// tools/remote/floor_read.h, the reader): what a process publishes is
 // read back by pid; readers refuse stale, foreign, truncated and malformed
 // files; a forked child keeps to its own file; a reader racing a writer
 // never sees a half-written slot.

@@ -5,7 +5,7 @@
 // whole when a table's header's change count moved (at most every
 // --reread ms) and at least every --net-interval ms, and the sockets
 // those tables name kept at their floors through the remote guard
-// (tools/cli/remote_guard.h: pidfd_getfd(), the cookie checked right
+// (tools/remote/remote_guard.h: pidfd_getfd(), the cookie checked right
 // before the write, no copy held).
 //
 // Whom a table serves is what the kernel says, never what a file says:
@@ -24,7 +24,7 @@
 // force_rights.h) both when it registered and now.
 //
 // Nothing in a table is trusted: every field is checked
-// (tools/cli/floor_read.h, fuzzed), a bad table is skipped, counted and
+// (tools/remote/floor_read.h, fuzzed), a bad table is skipped, counted and
 // said once, and the daemon goes on.  A process names only sockets in its
 // own descriptor table (found there by inode).
 //

@@ -94,7 +94,7 @@ public:
 	// sockets (per-process cost accounting).
 	void table_cost(const service &s, double seconds);
 	void pass(double seconds);
-	// The closer threads (tools/cli/closer.h): copies not closed yet, the
+	// The closer threads (tools/remote/closer.h): copies not closed yet, the
 	// longest wait among them, closes that were slow.
 	void closes(size_t pending, double oldest_seconds, uint64_t slow);
 

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// The closer pool (closer.h): copies of other processes' sockets closed on
+// threads of their own, with every signal blocked, so that a lingering
+// last close stalls no thread that keeps floors.
 #include "closer.h"
 #include "test_fault.h"
 

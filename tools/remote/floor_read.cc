@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// The floor registry read from outside (floor_read.h): each process's
+// table file found, read twice and parsed (floor_parse.cc), and the
+// files of ended processes removed.
 #include "floor_read.h"
 
 #include "read_file.h"

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// The remote guard (remote_guard.h): another process's sockets kept at
+// their floors from outside, without holding a copy of any of them.
 #include "remote_guard.h"
 #include "closer.h"
 #include "take.h"

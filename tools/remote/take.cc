@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// take_socket() (take.h): pidfd_getfd() of another process's socket that
+// keeps the socket's net_cls classid and net_prio index.
 #include "take.h"
 
 #include <fmt/core.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The tools' test seam: SOCKBUF_RUN_FAULT names one fault a test wants
-// (supervise.cc, remote_guard.cc, cmd_fix.cc say what each does).
+// (remote_guard.cc, closer.cc and, in tools/cli, supervise*.cc and
+// cmd_fix.cc say what each does).
 #pragma once
 
 #include <cstdlib>

@@ -122,9 +122,10 @@ std::vector<named_dir> dirs_of(const socket_record &s)
 	return out;
 }
 
-// "kernel clock (fexit on ...); thread on 2 sockets (bound 21.3 ms, late
-// 1.3 ms): 3 dips, p50/p99/max 0.120/0.900/0.900 ms, 3 restores; ...":
-// which clock, and what each mode's figures were held to.
+// "kernel clock (fexit on ...); thread on 2 sockets (bound 15.1 ms,
+// scheduler wait excused up to 1.3 ms): 3 dips, p50/p99/max
+// 0.120/0.900/0.900 ms, 3 restores; ...": which clock, and what each
+// mode's figures were held to.
 std::string modes_text(const scenario_result &r, const floor_judgment &fj)
 {
 	std::string out = fj.kernel ? fmt::format("kernel clock ({})", fj.why)
@@ -142,7 +143,11 @@ std::string modes_text(const scenario_result &r, const floor_judgment &fj)
 					   double(m.bound_us) / 1e3, double(m.net_bound_us) / 1e3);
 		else
 			out += fmt::format("bound {:.1f} ms", double(m.bound_us) / 1e3);
-		out += fmt::format(", late {:.1f} ms): ", double(m.late_us) / 1e3);
+		if (m.sched_why.empty())
+			out += fmt::format(", scheduler wait excused up to {:.1f} ms): ",
+					   double(m.max_sched_wait_us) / 1e3);
+		else
+			out += fmt::format(", no scheduler wait excused: {}): ", m.sched_why);
 		if (m.dips.count)
 			out +=
 			    fmt::format("{} dips, p50/p99/max {:.3f}/{:.3f}/{:.3f} ms under, ",
@@ -262,9 +267,13 @@ verdict judge_c3(const scenario_result &r)
 			add_c3_violation(
 			    &v.lib, r, *j.s,
 			    fmt::format(
-				"{}{} under the floor for {:.3f} ms ({}, bound {:.1f} ms, {})",
+				"{}{} under the floor for {:.3f} ms ({}, bound {:.1f} ms, {}{})",
 				j.dir, srcs, double(j.seen_us >= 0 ? j.seen_us : j.us) / 1e3,
-				m.mode, double(j.bound_us) / 1e3, j.how),
+				m.mode, double(j.bound_us) / 1e3, j.how,
+				j.sched_wait_us
+				    ? fmt::format(", {:.1f} ms of scheduler wait excused",
+						  double(j.sched_wait_us) / 1e3)
+				    : std::string()),
 			    double(j.start_us) / 1e3, lowest, floor);
 		}
 		for (const auto &j : m.unproven)

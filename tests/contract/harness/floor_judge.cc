@@ -2,6 +2,7 @@
 #include "floor_judge.h"
 
 #include "clauses.h"
+#include "cycle_watch.h"
 
 #include <sockbuf/sockbuf.h>
 
@@ -52,11 +53,26 @@ std::string end_words(const floor_clock &c, int end_fn)
 // sock_setsockopt() before 6.0): the write that restores.
 constexpr int setsockopt_fn = 7;
 
-// Slack when matching a sampled dip to a kernel one: a cycle's samples
-// carry the cycle's start time, read up to a cycle later.
+// Slack when matching a sampled dip to a kernel one, and where the
+// samples end a kernel dip: a cycle's samples carry the cycle's start
+// time, read up to a cycle later, and a cycle can take far longer than
+// its mean (the longest one, max_cycle_us).
 int64_t match_slack_us(const scenario_result &r)
 {
-	return std::max<int64_t>(2000, int64_t(2 * r.sampler.mean_cycle_us));
+	return std::max({int64_t(2000), int64_t(2 * r.sampler.mean_cycle_us),
+			 int64_t(r.sampler.max_cycle_us) + 1});
+}
+
+// How many dips each mode lists for the report (the longest).
+constexpr size_t listed = 8;
+
+void keep_longest(std::vector<judged_dip> *v, const judged_dip &j)
+{
+	v->push_back(j);
+	std::sort(v->begin(), v->end(),
+		  [](const judged_dip &a, const judged_dip &b) { return a.us > b.us; });
+	if (v->size() > listed)
+		v->pop_back();
 }
 
 // A sampled dip the kernel's clock saw: its first and its last sample
@@ -107,6 +123,7 @@ floor_judgment judge_floors(const scenario_result &r)
 	fj.kernel = r.clock.kernel && r.clock.lost == 0;
 	fj.why = r.clock.why.empty() ? "no kernel clock in this result" : r.clock.why;
 	const int64_t slack = match_slack_us(r);
+	const int64_t cycle_us = int64_t(r.sampler.max_cycle_us) + 1;
 	for (const auto &g : r.guards) {
 		if (!g.sockets)
 			continue;
@@ -115,18 +132,21 @@ floor_judgment judge_floors(const scenario_result &r)
 		m.d = driver_from_name(g.driver);
 		m.mode = mode_name(m.a, m.d);
 		m.sockets = g.sockets;
+		m.interval_us = g.interval_us;
 		m.net_bound_us = g.bound_us;
 		m.events_on = m.d == guard_driver::events && g.events_err == 0;
-		// The scheduler's share: how late the passes began, or where
-		// records drive the guard how long they waited for its thread.
-		m.late_us = m.events_on ? g.max_wait_us : g.max_late_us;
-		m.pass_late_us = g.max_late_us;
-		// The records' wait is the thread's share, as the polling
-		// modes' lateness: it widens the event bound and is reported
-		// beside it (late_us), so a guard that sleeps on its records
-		// shows it (and fails GuardEvents.ThreadRestoresTheSocketARecordNames,
-		// which wants a record, not a pass, to restore).
-		m.bound_us = m.events_on ? guard_event_bound_us + m.late_us : g.bound_us;
+		// From the configuration alone (clauses.h): nothing the guard
+		// measured of itself.
+		m.bound_us = m.events_on ? guard_event_bound_us : g.bound_us;
+		m.sched_why = g.sched_why.empty() && g.tid == 0 ? "the guard's thread was not found"
+								: g.sched_why;
+		// The guard's thread's wait inside [@from, @to], read by the
+		// judge from the kernel (0 where it could not be read).
+		auto excused = [&](int64_t from, int64_t to) -> int64_t {
+			if (!m.sched_why.empty() || to <= from)
+				return 0;
+			return sched_wait_us(g.sched, from, to);
+		};
 		m.restored_by_record = g.restored_events;
 		std::vector<int64_t> lengths;
 		for (const auto &s : r.sockets) {
@@ -159,11 +179,17 @@ floor_judgment judge_floors(const scenario_result &r)
 						k.end_fn = ended_by_samples;
 						fj.cut_by_samples++;
 					}
-					const bool watched = m.events_on &&
-							     r.clock.cut_point(k.start_fn) &&
+					const bool at_cut = r.clock.cut_point(k.start_fn);
+					const bool watched = m.events_on && at_cut &&
 							     guard_watches(k.start_fn, g.attached);
-					const int64_t b =
-					    watched || !m.events_on ? m.bound_us : m.net_bound_us;
+					// The safety net's promise: a write (any caller's), or
+					// a cut point this kernel's guard does not watch.
+					const bool net = m.events_on && !watched &&
+							 (k.start_fn == setsockopt_fn || at_cut);
+					// The clock saw it begin where no cut is made: it
+					// missed the cut, which may have been a watched one.
+					const bool unsure = m.events_on && !watched && !net;
+					const int64_t b = net ? m.net_bound_us : m.bound_us;
 					lengths.push_back(k.us());
 					m.cuts_by_function[r.clock.function(k.start_fn)]++;
 					if (watched) {
@@ -171,8 +197,6 @@ floor_judgment judge_floors(const scenario_result &r)
 						if (k.end_fn == setsockopt_fn)
 							m.written_back++;
 					}
-					if (k.us() <= b)
-						continue;
 					judged_dip j = {&s,
 							od.name,
 							k.start_us,
@@ -181,33 +205,71 @@ floor_judgment judge_floors(const scenario_result &r)
 							b,
 							fmt::format("left below in {}, {}",
 								    r.clock.function(k.start_fn),
-								    end_words(r.clock, k.end_fn))};
+								    end_words(r.clock, k.end_fn)),
+							excused(k.start_us, k.end_us)};
+					m.max_sched_wait_us =
+					    std::max(m.max_sched_wait_us, j.sched_wait_us);
+					keep_longest(&m.longest, j);
+					const bool skipped =
+					    skipped_during(r.clock.skips, k.start_us, k.end_us);
+					if (skipped) {
+						// A run the kernel skipped may have been this
+						// dip's beginning or its end.
+						m.skipped_dips++;
+						j.how += ", a run of the clock's programs skipped "
+							 "during it";
+						j.seen_us = 0;
+						m.unproven.push_back(j);
+						continue;
+					}
+					if (k.us() - j.sched_wait_us <= b)
+						continue;
 					// Ended by the samples: its end is an upper bound
 					// (at least 0 ms, as far as anything says).
-					if (k.end_fn == ended_by_samples) {
+					if (k.end_fn == ended_by_samples || unsure) {
+						if (unsure)
+							j.how +=
+							    ", a function the guard does not watch "
+							    "(where the cut was made is unknown)";
 						j.seen_us = 0;
 						m.unproven.push_back(j);
 					} else
 						m.over.push_back(j);
 				}
 				// Sampled dips: all of them without the kernel clock;
-				// with it, those it did not see (missed).
+				// with it, those it did not see (missed), held to the
+				// mode's bound as the samples time them.
 				for (const auto &d : od.log.dips) {
 					if (fj.kernel && covered(kd, d, slack))
 						continue;
 					if (fj.kernel)
 						fj.missed++;
-					// Without the kernel clock nothing says where a
-					// dip began: the events modes' net bound holds.
-					const int64_t b = m.events_on ? m.net_bound_us : m.bound_us;
+					// Without the kernel clock nothing says where a dip
+					// began: the events modes' net bound holds, and the
+					// mode is unverified (events_unjudged below).
+					const int64_t b =
+					    m.events_on && !fj.kernel ? m.net_bound_us : m.bound_us;
 					lengths.push_back(d.us());
 					m.dips_seen++;
-					judged_dip j = {
-					    &s,		 od.name, d.first_us,	    d.us(),
-					    d.seen_us(), b,	  "between samples"};
-					if (d.seen_us() > b)
+					// Below for certain from its first sample's reading
+					// (up to a cycle after its time) to its last's.
+					judged_dip j = {&s,
+							od.name,
+							d.first_us,
+							d.us(),
+							d.seen_us(),
+							b,
+							fj.kernel
+							    ? "between samples (the kernel clock "
+							      "missed it)"
+							    : "between samples",
+							excused(d.first_us + cycle_us, d.last_us)};
+					m.max_sched_wait_us =
+					    std::max(m.max_sched_wait_us, j.sched_wait_us);
+					keep_longest(&m.longest, j);
+					if (d.seen_us() - j.sched_wait_us > b)
 						m.over.push_back(j);
-					else if (d.us() > b)
+					else if (d.us() - j.sched_wait_us > b)
 						m.unproven.push_back(j);
 				}
 			}

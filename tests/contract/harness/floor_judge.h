@@ -2,23 +2,35 @@
 // C3 (library), each guard mode held to the promise its documentation
 // makes: every dip of a guarded buffer under its floor, timed on the
 // kernel's clock where the suite's programs load (judge/kernel_clock.h),
-// else from the samples around it (an upper bound), against the bound of
-// the mode that guarded the socket:
+// else from the samples around it (an upper bound), against a bound
+// computed before the run from the guard's configuration alone (its
+// interval, its number of sockets, its mode: clauses.h):
 //
-// - thread, timerfd: one period plus one pass, plus how late the guard
-//   measured its own due passes (repair_bound_us(); reported apart as
-//   late_us);
+// - thread, timerfd: one period plus one pass (repair_bound_us());
 // - events, reserve (an events guard with SOCKBUF_GUARD_RESERVE_MEM): a
 //   cut made in a function the guard's programs watch is restored on its
-//   record within SOCKBUF_GUARD_EVENT_BOUND_US plus the longest a record
-//   waited for the guard's thread (max_wait_ns: the scheduler's share,
-//   reported apart as late_us), that wait counted up to the bound itself;
-//   any other dip within the safety net's bound (its interval, a minute
-//   by default, plus one pass and the passes' lateness).  Where the
+//   record within SOCKBUF_GUARD_EVENT_BOUND_US; a cut the clock saw made
+//   by a socket-option write, or at a cut point the guard's programs are
+//   not attached to, within the safety net's bound (its interval, a
+//   minute by default, plus one pass).  A dip the clock saw begin
+//   elsewhere (it missed the cut) is held to the event bound, past which
+//   it is unverified: where the cut was made cannot be told.  Where the
 //   kernel clock saw watched cuts restored by a write, some restore must
 //   have come from a record.  Without the kernel clock the samples cannot
 //   tell watched cuts from others: dips of an events guard then leave the
 //   mode unverified.
+//
+// Every dip the kernel clock missed (the samples saw it, the clock did
+// not) is judged by its samples against its mode's bound: seen past it
+// fails, its upper bound alone past it is unverified.  A dip during
+// which the kernel skipped a run of the clock's programs (its count is
+// per program, not per socket) is unverified.
+//
+// The scheduler's share: the time a guard's thread waited runnable and
+// not run inside a dip, as the judge read it from the kernel
+// (judge/cycle_watch.h: run_delay of /proc/<pid>/task/<tid>/schedstat,
+// a lower bound), is taken off that dip's length before it is compared
+// (sched_wait_us, per dip).  Sleeping or blocking is never excused.
 //
 // Used by C3 for its verdict and by the JSON report (floor_judge).
 #pragma once
@@ -43,7 +55,8 @@ struct judged_dip {
 	int64_t us = 0;	      // its length (kernel) or upper bound (sampled)
 	int64_t seen_us = 0;  // sampled: first to last sample under
 	int64_t bound_us = 0;
-	std::string how; // "cut in __sk_mem_raise_allocated, restored ..."
+	std::string how;	   // "cut in __sk_mem_raise_allocated, restored ..."
+	int64_t sched_wait_us = 0; // the guard's thread runnable, not run (excused)
 };
 
 struct mode_judgment {
@@ -51,19 +64,23 @@ struct mode_judgment {
 	arm a = arm::lib_initial;
 	guard_driver d = guard_driver::thread;
 	int sockets = 0;
+	int64_t interval_us = 0;  // the configuration the bound is computed from
 	dip_summary dips;	  // lengths in us (kernel) or upper bounds
 	int64_t bound_us = 0;	  // the mode's bound: event bound where events ran
 	int64_t net_bound_us = 0; // events, reserve: the safety net's bound
-	int64_t late_us = 0;	  // the scheduler's share in bound_us (max): passes'
-				  // lateness, or where events ran records' wait
-	int64_t pass_late_us = 0; // passes' lateness (in net_bound_us)
-	bool events_on = false;	  // the guard's programs drove it
+	// The scheduler's share excused: the most on one dip, and why none
+	// could be (sched_why non-empty: no thread's wait was read).
+	int64_t max_sched_wait_us = 0;
+	std::string sched_why;
+	bool events_on = false; // the guard's programs drove it
 	uint64_t restored_by_record = 0;
 	uint64_t watched_cuts = 0; // kernel: dips that began at a watched cut
 	uint64_t written_back = 0; // ... and ended at a socket-option write
+	uint64_t skipped_dips = 0; // dips a skipped clock run left unverified
 	std::map<std::string, uint64_t> cuts_by_function; // kernel: where dips began
 	std::vector<judged_dip> over;			  // longer than their bound: fail
-	std::vector<judged_dip> unproven;		  // sampled: cannot be ruled out
+	std::vector<judged_dip> unproven;		  // cannot be ruled out
+	std::vector<judged_dip> longest;		  // the longest few, for the report
 	bool no_record_restores = false; // watched cuts written back, none by a record
 	uint64_t dips_seen = 0;		 // dips judged by their samples
 	// Events on, no kernel clock, and dips: whether they met the event

@@ -2,6 +2,7 @@
 #include "guard.h"
 
 #include "clauses.h"
+#include "cycle_watch.h"
 
 #include <pthread.h>
 #include <sockbuf/sockbuf.h>
@@ -87,11 +88,14 @@ void floor_guard::start()
 {
 	if (id_ < 0 || started_)
 		return;
+	const std::set<int> before = task_ids();
 	if (driver_ != guard_driver::timerfd) {
 		int ret = sockbuf_guard_start(id_, interval_us_);
 		if (ret < 0)
 			note_error("sockbuf_guard_start", ret);
 		started_ = ret == 0;
+		if (started_)
+			tid_ = new_thread(before, task_ids(), "sockbuf-guard");
 		return;
 	}
 	timer_fd_ = sockbuf_guard_timerfd(id_, interval_us_);
@@ -109,6 +113,7 @@ void floor_guard::start()
 		event_loop();
 	});
 	started_ = true;
+	tid_ = new_thread(before, task_ids(), "app-timerfd");
 }
 
 // What an application with an event loop writes: wait for the guard's
@@ -207,8 +212,8 @@ guard_stats floor_guard::stats() const
 	g.interval_us = interval;
 	// The library's thread rests as long as a pass took; the timerfd
 	// loop here passes again as soon as the timer has fired.
-	g.bound_us = repair_bound_us(interval, g.max_pass_us, g.max_late_us,
-				     driver_ != guard_driver::timerfd);
+	g.bound_us = repair_bound_us(interval, sockets_, driver_ != guard_driver::timerfd);
+	g.tid = tid_;
 	return g;
 }
 

@@ -49,12 +49,14 @@ public:
 	// run, after the end-state reading).
 	void last_pass();
 	// The library's totals so far, with the bound: how long a dip may
-	// last under this guard's passes, the documented one interval (the
-	// safety net's while events drive it) plus the longest pass
-	// (max_pass_ns of the library's totals), plus how late its due passes
-	// began (clauses.h, repair_bound_us()).
+	// last under this guard's passes, from its configuration alone (its
+	// interval, the safety net's while events drive it, and its number of
+	// sockets: clauses.h, repair_bound_us()).
 	guard_stats stats() const;
 	int sockets() const { return sockets_; }
+	// The thread that runs its passes, found as start() made it (0: not
+	// found): the judge reads its run-queue wait (judge/cycle_watch.h).
+	int tid() const { return tid_; }
 
 private:
 	void event_loop();
@@ -65,6 +67,7 @@ private:
 	uint32_t interval_us_;
 	int id_ = -1;
 	int sockets_ = 0;
+	int tid_ = 0;
 	int timer_fd_ = -1; // owned by the guard
 	int stop_fd_ = -1;  // eventfd: ends the event loop
 	bool started_ = false;

@@ -137,6 +137,16 @@ struct kernel_dip {
 	int64_t us() const { return end_us - start_us; }
 };
 
+// What the judge read of the kernel's counters between two of its
+// readings (judge/cycle_watch.h): from the start of one reading to the
+// end of the next, in microseconds from the traffic's start, how much a
+// counter grew (a thread's run-queue wait in microseconds, or program
+// runs the kernel skipped).  Only steps where it grew are kept.
+struct counter_step {
+	int64_t from_us = 0, to_us = 0;
+	int64_t grew = 0;
+};
+
 // Which instrument timed a scenario's dips: the kernel's clock, or (where
 // its programs cannot load, and why) the samples.
 struct floor_clock {
@@ -145,6 +155,10 @@ struct floor_clock {
 	std::vector<std::string> functions; // by id; "" where not attached
 	uint64_t lost = 0;		    // records the ring had no room for
 	uint64_t skipped = 0;		    // program runs the kernel skipped (recursion)
+	// When they were skipped, as the judge's cycles read the programs'
+	// counts (their sum can be less than skipped: runs skipped outside
+	// the sampled time).
+	std::vector<counter_step> skips;
 	// Ids 0-3 are where cuts are made (judge/floor_judge.bpf.c).
 	bool cut_point(int id) const { return id >= 0 && id <= 3; }
 	const char *function(int id) const
@@ -251,6 +265,14 @@ struct guard_stats {
 	int64_t max_wait_us = 0;
 	// Records per function that posted them (records_at).
 	uint32_t records_at[4] = {};
+	// The thread that runs this guard's passes (the library's, or the
+	// caller's timerfd loop), found when it started (0: not found), and
+	// its run-queue wait as the judge read it from the kernel
+	// (/proc/<pid>/task/<tid>/schedstat, judge/cycle_watch.h), or why
+	// not (sched_why non-empty: no wait is excused).
+	int tid = 0;
+	std::vector<counter_step> sched;
+	std::string sched_why;
 };
 
 struct sampler_stats {
@@ -259,6 +281,8 @@ struct sampler_stats {
 	double rate_hz = 0;
 	double max_gap_ms = 0;	  // longest time between two samples
 	double mean_cycle_us = 0; // time one sampling cycle takes
+	double max_cycle_us = 0;  // the longest one took (a sample carries its
+				  // cycle's start time, read up to this later)
 	int diag_err = 0;
 	std::string scheduling; // how the sampler thread was scheduled
 };

@@ -91,12 +91,40 @@ json floor_judge_json(const scenario_result &r)
 			  {"p99_us", m.dips.p99_us},
 			  {"max_us", m.dips.max_us},
 			  {"bound_us", m.bound_us},
-			  {"late_us", m.late_us},
+			  {"interval_us", m.interval_us},
+			  {"max_sched_wait_us", m.max_sched_wait_us},
 			  {"verdict", m.ok() ? (m.verified() ? "pass" : "unverified") : "fail"}};
+		if (!m.sched_why.empty())
+			o["sched_not_excused"] = m.sched_why;
+		if (m.skipped_dips)
+			o["skipped_dips"] = m.skipped_dips;
+		// Per dip: the longest, those past their bound, those that
+		// cannot be ruled out; each with the scheduler wait it was
+		// excused (sched_wait_us).
+		auto list = [](const std::vector<judged_dip> &v) {
+			json a = json::array();
+			for (const auto &d : v) {
+				json x = {{"socket", d.s->name},
+					  {"dir", d.dir},
+					  {"start_us", d.start_us},
+					  {"us", d.us},
+					  {"bound_us", d.bound_us},
+					  {"sched_wait_us", d.sched_wait_us},
+					  {"how", d.how}};
+				if (d.seen_us >= 0)
+					x["seen_us"] = d.seen_us;
+				a.push_back(x);
+			}
+			return a;
+		};
+		o["longest"] = list(m.longest);
+		if (!m.over.empty())
+			o["over"] = list(m.over);
+		if (!m.unproven.empty())
+			o["unproven"] = list(m.unproven);
 		if (m.d == guard_driver::events) {
 			o["events"] = m.events_on;
 			o["net_bound_us"] = m.net_bound_us;
-			o["pass_late_us"] = m.pass_late_us;
 			o["restored_by_record"] = m.restored_by_record;
 			o["watched_cuts"] = m.watched_cuts;
 			o["cuts_by_function"] = m.cuts_by_function;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "sampler.h"
 
+#include "cycle_watch.h"
+
 #include "clock.h"
 #include "diag.h"
 
@@ -285,7 +287,11 @@ void sampler::loop()
 	while (!stop_.load(std::memory_order_relaxed)) {
 		int64_t now = now_ns();
 		cycle((now - t0_ns_) / 1000);
-		busy += now_ns() - now;
+		const int64_t took = now_ns() - now;
+		busy += took;
+		stats_.max_cycle_us = std::max(stats_.max_cycle_us, double(took) / 1e3);
+		if (watch_)
+			watch_->read();
 		stats_.cycles++;
 		stats_.max_gap_ms = std::max(stats_.max_gap_ms, double(now - last) / 1e6);
 		last = now;

@@ -43,12 +43,17 @@ void split_for_cycles(const std::vector<socket_record> &sockets, std::vector<siz
 std::vector<size_t> cycle_plan(const std::vector<size_t> &every, const std::vector<size_t> &turns,
 			       size_t *pos);
 
+class cycle_watch;
+
 class sampler
 {
 public:
 	sampler(std::vector<socket_record> *sockets, int64_t t0_ns, uint32_t period_us);
 	~sampler();
 	void set_filter(sample_filter f) { filter_ = std::move(f); }
+	// Reads @w's kernel counters once a cycle, after the sockets (set
+	// before start()).
+	void set_watch(cycle_watch *w) { watch_ = w; }
 	void start();
 	void stop();
 	const sampler_stats &stats() const { return stats_; }
@@ -78,6 +83,7 @@ private:
 	int64_t t0_ns_;
 	uint32_t period_us_;
 	sample_filter filter_;
+	cycle_watch *watch_ = nullptr;
 	std::atomic<bool> stop_{false};
 	std::thread thread_;
 	sampler_stats stats_;

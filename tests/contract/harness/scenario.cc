@@ -2,6 +2,7 @@
 #include "scenario.h"
 
 #include "clock.h"
+#include "cycle_watch.h"
 #include "guard.h"
 #include "kernel_clock.h"
 #include "netns.h"
@@ -214,10 +215,19 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	sampler smp(&set.sockets, t0, prof.sample_period_us);
 	if (hooks.filter)
 		smp.set_filter(hooks.filter);
+	// Read with the samples: the guards' run-queue waits, the clock's
+	// skipped runs (judge/cycle_watch.h).
+	cycle_watch watch(t0, out->clock.kernel);
+	smp.set_watch(&watch);
 	smp.start();
-	for (floor_guard *g : guards)
-		if (g->sockets())
+	int slot = 0;
+	for (floor_guard *g : guards) {
+		if (g->sockets()) {
 			g->start();
+			watch.add_thread(slot, g->tid());
+		}
+		slot++;
+	}
 	std::thread during, plan_during;
 	if (hooks.during)
 		during = std::thread(hooks.during, std::ref(set), t0);
@@ -243,9 +253,13 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	// pass runs after (its restore reports still count for C7).
 	take_snapshots(&set, true);
 	out->sampler = smp.stats();
+	out->clock.skips = watch.skips(out->clock.skipped);
+	slot = 0;
 	for (floor_guard *g : guards) {
 		g->last_pass();
 		guard_stats st = g->stats();
+		st.sched = watch.sched(slot);
+		st.sched_why = watch.sched_why(slot++);
 		if (st.sockets || st.restore_errors)
 			out->guards.push_back(std::move(st));
 	}

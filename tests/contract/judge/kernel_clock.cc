@@ -372,6 +372,11 @@ std::vector<clock_record> kernel_clock::end(int64_t open_end_ns, uint64_t *lost,
 	return out;
 }
 
+uint64_t kernel_clock::skipped_now() const
+{
+	return st_ ? st_->skipped() : 0;
+}
+
 #else // !SOCKBUF_HAVE_BPF
 
 struct kernel_clock::state {
@@ -393,6 +398,11 @@ std::vector<clock_record> kernel_clock::end(int64_t, uint64_t *lost, uint64_t *s
 	*lost = 0;
 	*skipped = 0;
 	return {};
+}
+
+uint64_t kernel_clock::skipped_now() const
+{
+	return 0;
 }
 
 #endif

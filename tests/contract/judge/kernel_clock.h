@@ -60,6 +60,11 @@ public:
 	// guards stopped), how many the ring lost, and how many runs of the
 	// programs the kernel skipped (recursion on one CPU).
 	std::vector<clock_record> end(int64_t open_end_ns, uint64_t *lost, uint64_t *skipped);
+	// The programs' runs the kernel skipped so far, all programs together
+	// (bpf_prog_info's recursion_misses; the kernel counts them per
+	// program, not per socket): read once a sampling cycle, it says when
+	// they were skipped (judge/cycle_watch.h).  0 without the programs.
+	uint64_t skipped_now() const;
 
 	struct state; // libbpf's objects, where built with it
 

@@ -21,7 +21,9 @@
 #include <gtest/gtest.h>
 
 #include <fmt/core.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -220,6 +222,70 @@ TEST(SuiteFails, LoweredLibraryBufferIsRestoredByTheGuard)
 		    << v.lib.why;
 		EXPECT_NE(v.lib.why.find("restores"), std::string::npos) << v.lib.why;
 	}
+}
+
+// A guard that sleeps inside its pass: the library's thread (named
+// sockbuf-guard) is held 300 ms in a socket-option write, at most once a
+// second, through the syscall seam, as a slow or descheduled-by-choice
+// guard would be.  Its own figures (its longest pass, how late its passes
+// began) grow with the sleep, and none of them may stretch its bound.
+std::atomic<int64_t> guard_slept_ns{0};
+std::atomic<int> guard_sleeps{0};
+
+int sleepy_guard_write(int, int, int, const void *, socklen_t)
+{
+	char thread[16] = {};
+	if (pthread_getname_np(pthread_self(), thread, sizeof(thread)) != 0 ||
+	    std::strcmp(thread, "sockbuf-guard") != 0)
+		return sockbuf::sys::pass;
+	const int64_t now = now_ns();
+	int64_t last = guard_slept_ns.load();
+	if (last && now - last < 1'000'000'000)
+		return sockbuf::sys::pass;
+	if (!guard_slept_ns.compare_exchange_strong(last, now))
+		return sockbuf::sys::pass;
+	guard_sleeps++;
+	const timespec d = {0, 300'000'000};
+	nanosleep(&d, nullptr);
+	return sockbuf::sys::pass;
+}
+
+// Thread mode's guard, its sockets lowered from another thread during
+// traffic, sleeping 300 ms in the write that restores them: C3 (library)
+// fails against the bound its configuration gives (one 1 ms interval,
+// 2 sockets: 15.1 ms), whatever the guard measured of itself.  The same
+// run without the sleep passes (LoweredLibraryBufferIsRestoredByTheGuard).
+TEST(SuiteFails, GuardSleepingInItsPassFailsC3Library)
+{
+	static const sockbuf::sys::hooks seam = {nullptr, sleepy_guard_write, nullptr, nullptr};
+	guard_slept_ns = 0;
+	guard_sleeps = 0;
+	sockbuf::sys::set_hooks(&seam);
+	scenario_result r = run(shrink(arm::lib_initial), true, guard_driver::thread);
+	sockbuf::sys::set_hooks(nullptr);
+	ASSERT_TRUE(r.data.ok());
+	ASSERT_GE(guard_sleeps.load(), 1) << "the guard never wrote";
+	const guard_stats *g = guard_in(r, arm::lib_initial);
+	ASSERT_NE(g, nullptr);
+	EXPECT_GE(g->restores, 1u);
+	// The guard's own figures saw the sleep; its bound did not move.
+	EXPECT_GE(g->max_pass_us, 290'000) << "the sleep is inside a pass";
+	EXPECT_EQ(g->bound_us, repair_bound_us(1000, 2));
+	// The judge found the guard's thread and read its run-queue wait;
+	// sleeping is not waiting to run, so none of the dip is excused.
+	EXPECT_GT(g->tid, 0);
+	if (access("/proc/self/schedstat", R_OK) == 0) {
+		EXPECT_EQ(g->sched_why, "");
+	}
+	verdict v = judge_c3(r);
+	fmt::print("C3 library, a guard sleeping 300 ms in its pass: {}\n", v.lib.why);
+	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
+	bool thread_dip = false;
+	for (const auto &x : v.lib.violations)
+		if (x.socket.find("/lib_initial/") != std::string::npos &&
+		    x.what.find("(thread, bound 15.1 ms") != std::string::npos)
+			thread_dip = true;
+	EXPECT_TRUE(thread_dip) << v.lib.violations.front().what;
 }
 
 // Reserve mode comes with a guard (SOCKBUF_GUARD_RESERVE_MEM |

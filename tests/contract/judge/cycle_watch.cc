@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+#include "cycle_watch.h"
+
+#include "clock.h"
+#include "kernel_clock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace sockbuf::contract
+{
+
+namespace
+{
+
+// run_delay, the second field of a schedstat file, in ns; -1 unreadable.
+int64_t read_run_delay(int fd)
+{
+	char buf[128];
+	const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = nullptr;
+	(void)std::strtoull(buf, &p, 10); // time on the CPU
+	if (p == buf)
+		return -1;
+	char *q = nullptr;
+	const unsigned long long delay = std::strtoull(p, &q, 10);
+	return q == p ? -1 : int64_t(delay);
+}
+
+std::string comm_of(int tid)
+{
+	char path[64];
+	std::snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	const int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return {};
+	char buf[32] = {};
+	const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	std::string s(buf, n > 0 ? size_t(n) : 0);
+	while (!s.empty() && s.back() == '\n')
+		s.pop_back();
+	return s;
+}
+
+} // namespace
+
+void cycle_watch::counter::note(int64_t value, int64_t from_us, int64_t to_us)
+{
+	if (have && value > last)
+		steps.push_back({last_from_us, to_us, value - last});
+	have = true;
+	last = value;
+	last_from_us = from_us;
+}
+
+cycle_watch::cycle_watch(int64_t t0_ns, bool skips) : t0_ns_(t0_ns), read_skips_(skips)
+{
+	if (read_skips_) {
+		// The base: runs skipped before the traffic are not its.
+		const int64_t from = (now_ns() - t0_ns_) / 1000;
+		skips_.note(int64_t(kernel_clock::get().skipped_now()), from, from);
+	}
+}
+
+cycle_watch::~cycle_watch()
+{
+	for (auto &c : slots_)
+		if (c.fd >= 0)
+			close(c.fd);
+}
+
+void cycle_watch::add_thread(int slot, int tid)
+{
+	if (slot < 0 || slot >= max_threads)
+		return;
+	counter &c = slots_[slot];
+	if (tid <= 0) {
+		c.why = "the guard's thread was not found";
+		return;
+	}
+	char path[64];
+	std::snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	c.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c.fd < 0) {
+		c.why = fmt::format("{}: {} (a kernel without CONFIG_SCHED_INFO)", path,
+				    std::strerror(errno));
+		return;
+	}
+	if (read_run_delay(c.fd) < 0) {
+		c.why = fmt::format("{}: no run-queue wait in it", path);
+		close(c.fd);
+		c.fd = -1;
+		return;
+	}
+	c.why.clear();
+	live_.fetch_or(1u << slot, std::memory_order_release);
+}
+
+void cycle_watch::read()
+{
+	const unsigned live = live_.load(std::memory_order_acquire);
+	for (int k = 0; k < max_threads; k++) {
+		if (!(live & (1u << k)))
+			continue;
+		counter &c = slots_[k];
+		const int64_t from = (now_ns() - t0_ns_) / 1000;
+		const int64_t v = read_run_delay(c.fd);
+		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
+		if (v >= 0)
+			c.note(v / 1000, from, to); // whole microseconds: never more
+	}
+	if (read_skips_) {
+		const int64_t from = (now_ns() - t0_ns_) / 1000;
+		const int64_t v = int64_t(kernel_clock::get().skipped_now());
+		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
+		skips_.note(v, from, to);
+		last_read_us_ = from;
+	}
+}
+
+std::vector<counter_step> cycle_watch::skips(uint64_t total) const
+{
+	std::vector<counter_step> out = skips_.steps;
+	int64_t sum = 0;
+	for (const auto &s : out)
+		sum += s.grew;
+	if (int64_t(total) > sum)
+		out.push_back(
+		    {last_read_us_, std::numeric_limits<int64_t>::max(), int64_t(total) - sum});
+	return out;
+}
+
+std::set<int> task_ids()
+{
+	std::set<int> out;
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return out;
+	while (const dirent *e = readdir(d)) {
+		const int tid = std::atoi(e->d_name);
+		if (tid > 0)
+			out.insert(tid);
+	}
+	closedir(d);
+	return out;
+}
+
+int new_thread(const std::set<int> &before, const std::set<int> &after, const char *name)
+{
+	std::vector<int> fresh;
+	for (int t : after)
+		if (!before.count(t))
+			fresh.push_back(t);
+	if (fresh.size() == 1)
+		return fresh.front();
+	int found = 0;
+	for (int t : fresh)
+		if (comm_of(t) == name) {
+			if (found)
+				return 0; // two of that name: cannot tell
+			found = t;
+		}
+	return found;
+}
+
+int64_t sched_wait_us(const std::vector<counter_step> &steps, int64_t start_us, int64_t end_us)
+{
+	int64_t sum = 0;
+	for (const auto &s : steps)
+		if (s.from_us >= start_us && s.to_us <= end_us)
+			sum += std::min(s.grew, s.from_us - start_us);
+	return std::min(sum, std::max<int64_t>(0, end_us - start_us));
+}
+
+bool skipped_during(const std::vector<counter_step> &steps, int64_t start_us, int64_t end_us)
+{
+	for (const auto &s : steps)
+		if (s.from_us <= end_us && s.to_us >= start_us)
+			return true;
+	return false;
+}
+
+} // namespace sockbuf::contract

@@ -689,12 +689,16 @@ def render_guard_dips(results):
             "their floor.  Per driver: the dips of its sockets (one buffer under its floor, "
             "first to last sample under it, both sources: a lower bound), nearest-rank "
             "percentiles, ms.  thread and timerfd poll every 10 ms; events wakes on the "
-            "kernel's cuts (safety net 1 s) where its programs load, else polls at 10 ms; "
-            "reserve/events is reserve mode's own guard (safety net 10 ms).", "",
-            "late: the longest a due pass of the guard began after it was due (its "
-            "thread, or the loop around its timer, scheduled late; the bound allows it, at "
-            "least 50 ms).  busy: the guard's passes and rounds on records, wall time, as a "
-            "share of one core over the scenario (an upper bound on its CPU).", "",
+            "kernel's cuts (a safety net pass every 60 s, the library's default) where its "
+            "programs load, else polls at 10 ms; reserve/events is reserve mode's own guard, "
+            "the same.", "",
+            "bound: the driver's, as the run that made the result computed it (runs judged "
+            "before the bound came from the configuration alone added the guard's longest "
+            "pass and lateness to it).  late: the longest a due pass of the guard began "
+            "after it was due, by the guard's own account (its thread, or the loop around "
+            "its timer, scheduled late); no bound includes it now.  busy: the guard's "
+            "passes and rounds on records, wall time, as a share of one core over the "
+            "scenario (an upper bound on its CPU).", "",
             "| kernel | scenario | driver | sockets | dips | p50 | p99 | max | bound | "
             "late | busy | event source |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
@@ -708,6 +712,36 @@ def judge_cell(m, key):
     """One integer figure of a judged mode, "-" where the suite left it out."""
     v = m.get(key)
     return "-" if v is None else "%d" % v
+
+
+def excused_cell(m):
+    """The scheduler wait the judge excused (the most on one dip, µs, read
+    from the kernel); results judged before it was measured carry the
+    guard's own lateness instead, which their bound included."""
+    if "max_sched_wait_us" in m:
+        return "%d" % m["max_sched_wait_us"]
+    if "late_us" in m:
+        return "late %d, in bound" % m["late_us"]
+    return "-"
+
+
+def verdict_cell(m):
+    """The mode's verdict, and for any other than a plain pass, why: the
+    first dip past its bound or not ruled out, as the judge named it."""
+    v = m.get("verdict", "?")
+    for key in ("over", "unproven"):
+        dips = m.get(key) or []
+        if dips:
+            d = dips[0]
+            return "**%s**: %s %s %d µs (bound %d, %d excused), %s" % (
+                v, d.get("socket", "?"), d.get("dir", ""), d.get("us", 0),
+                d.get("bound_us", 0), d.get("sched_wait_us", 0), d.get("how", ""))
+    if v == "pass" and m.get("max_us", 0) > m.get("bound_us", 0):
+        # Results judged before every dip was held to its mode's bound:
+        # the longest were held to the safety net.
+        return "pass: longer dips held to the safety net's %s µs (an older judge)" % (
+            judge_cell(m, "net_bound_us"))
+    return v if v == "pass" else "**%s**" % v
 
 
 def render_floor_judge(results):
@@ -746,12 +780,11 @@ def render_floor_judge(results):
                     continue
                 # Only events and reserve restore on a kernel record.
                 rec = judge_cell(m, "restored_by_record") if mode in ("events", "reserve") else "-"
-                v = m.get("verdict", "?")
                 rows.append("| %s |" % " | ".join(esc(x) for x in (
                     r["name"], sc.get("name"), clock_cell, mode, judge_cell(m, "sockets"),
                     judge_cell(m, "dips"), judge_cell(m, "p50_us"), judge_cell(m, "p99_us"),
                     judge_cell(m, "max_us"), judge_cell(m, "bound_us"),
-                    judge_cell(m, "late_us"), rec, v if v == "pass" else "**%s**" % v)))
+                    excused_cell(m), rec, verdict_cell(m))))
         parts = []
         if fns:
             parts.append("kernel clock at the exit of %s" % ", ".join("`%s`" % f for f in fns))
@@ -766,13 +799,18 @@ def render_floor_judge(results):
             "it below (the exit of the function that lowered it) to the moment a write "
             "brought it back, on the kernel's clock, µs; nearest-rank percentiles.  Rows "
             "whose clock is sampled are upper bounds: from the last sample above the floor "
-            "to the first sample above it after the dip.  bound: the mode's documented "
-            "bound.  late: the guard's own measured lateness, the longest.  by record: dips "
-            "restored on a kernel record (events, reserve).  A mode fails on a dip longer "
-            "than its bound, or, for events and reserve, on cuts none of which a record "
-            "restored.", "",
+            "to the first sample above it after the dip.  bound: the mode's bound from its "
+            "configuration (docs/contract.md, \"Bounds known in advance\"); for events and "
+            "reserve the event bound, the safety net's applying to writes and unwatched cut "
+            "points only.  excused: the most scheduler wait (the guard's thread runnable "
+            "and not run, read by the judge from the kernel) taken off one dip; results "
+            "judged before the judge measured it show the guard's own lateness, which "
+            "their bound included (\"late N, in bound\").  by record: dips restored on a "
+            "kernel record (events, reserve).  A mode fails on a dip longer than its bound "
+            "(less its excused wait), or, for events and reserve, on cuts none of which a "
+            "record restored; a verdict other than pass names its first such dip.", "",
             "| kernel | scenario | clock | mode | sockets | dips | p50 | p99 | max | bound | "
-            "late | by record | verdict |",
+            "excused | by record | verdict |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""] + \
         (notes + [""] if notes else [])
 

@@ -429,13 +429,29 @@ class RenderTest(unittest.TestCase):
         out = render.render([self.judged(("pressure", fj))], None)
         self.assertIn("## Time under the floor per dip, kernel clock", out)
         self.assertIn("| 9.9 | pressure | kernel | thread | 2 | 3 | 120 | 900 | 900 | 20500 "
-                      "| 400 | - | pass |", out)
+                      "| late 400, in bound | - | pass |", out)
         self.assertIn("| 9.9 | pressure | kernel | events | 2 | 5 | 120 | 30000 | 30000 | "
-                      "20500 | 400 | 0 | **fail** |", out)
+                      "20500 | late 400, in bound | 0 | **fail** |", out)
         # Only the modes that held sockets get a row.
         self.assertNotIn("| pressure | kernel | timerfd |", out)
         self.assertIn("- 9.9: kernel clock at the exit of `__sk_mem_raise_allocated`, "
                       "`sock_setsockopt`.", out)
+
+    def test_floor_judge_names_why_a_mode_did_not_pass(self):
+        over = [{"socket": "pressure/lib_initial/c0/client", "dir": "SO_SNDBUF",
+                 "start_us": 100, "us": 300000, "bound_us": 15120, "sched_wait_us": 2000,
+                 "how": "left below in sock_setsockopt, back at sock_setsockopt"}]
+        fj = {"clock": "kernel", "why": "w", "functions": ["sock_setsockopt"],
+              "thread": self.judge_mode(1, 300000, "fail", over=over, max_sched_wait_us=2000),
+              "reserve": self.judge_mode(1, 673532, net_bound_us=60010000,
+                                         restored_by_record=0)}
+        out = render.render([self.judged(("parallel", fj))], None)
+        self.assertIn("| 300000 | 20500 | 2000 | - | **fail**: pressure/lib_initial/c0/client "
+                      "SO_SNDBUF 300000 µs (bound 15120, 2000 excused), left below in "
+                      "sock_setsockopt, back at sock_setsockopt |", out)
+        # An older judge's pass past the bound says what it held it to.
+        self.assertIn("| 673532 | 20500 | late 400, in bound | 0 | pass: longer dips held to "
+                      "the safety net's 60010000 µs (an older judge) |", out)
 
     def test_floor_judge_sampled_clock_says_why_once(self):
         why = "fexit refused: Operation not permitted"
@@ -444,7 +460,7 @@ class RenderTest(unittest.TestCase):
                                                  cuts_by_function={})}
         out = render.render([self.judged(("bulk", fj()), ("pressure", fj()))], None)
         self.assertIn("| 9.9 | bulk | sampled | reserve | 2 | 1 | 120 | 8000 | 8000 | 20500 "
-                      "| 400 | 1 | pass |", out)
+                      "| late 400, in bound | 1 | pass |", out)
         self.assertIn("| 9.9 | pressure | sampled | reserve |", out)
         self.assertIn("- 9.9: sampled clock: %s." % why, out)
         self.assertEqual(out.count(why), 1)

@@ -147,6 +147,8 @@ floor_judgment judge_floors(const scenario_result &r)
 				return 0;
 			return sched_wait_us(g.sched, from, to);
 		};
+		m.late_us = m.events_on ? g.max_wait_us : g.max_late_us;
+		m.pass_late_us = g.max_late_us;
 		m.restored_by_record = g.restored_events;
 		std::vector<int64_t> lengths;
 		for (const auto &s : r.sockets) {

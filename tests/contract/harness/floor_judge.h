@@ -72,6 +72,10 @@ struct mode_judgment {
 	// could be (sched_why non-empty: no thread's wait was read).
 	int64_t max_sched_wait_us = 0;
 	std::string sched_why;
+	// The guard's own account, reported for information and in no bound:
+	// how late its passes began (max_late_us), or where records drive it
+	// the longest a record waited (max_wait_ns); and its passes' lateness.
+	int64_t late_us = 0, pass_late_us = 0;
 	bool events_on = false; // the guard's programs drove it
 	uint64_t restored_by_record = 0;
 	uint64_t watched_cuts = 0; // kernel: dips that began at a watched cut

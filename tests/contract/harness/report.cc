@@ -92,6 +92,7 @@ json floor_judge_json(const scenario_result &r)
 			  {"max_us", m.dips.max_us},
 			  {"bound_us", m.bound_us},
 			  {"interval_us", m.interval_us},
+			  {"late_us", m.late_us},
 			  {"max_sched_wait_us", m.max_sched_wait_us},
 			  {"verdict", m.ok() ? (m.verified() ? "pass" : "unverified") : "fail"}};
 		if (!m.sched_why.empty())
@@ -125,6 +126,7 @@ json floor_judge_json(const scenario_result &r)
 		if (m.d == guard_driver::events) {
 			o["events"] = m.events_on;
 			o["net_bound_us"] = m.net_bound_us;
+			o["pass_late_us"] = m.pass_late_us;
 			o["restored_by_record"] = m.restored_by_record;
 			o["watched_cuts"] = m.watched_cuts;
 			o["cuts_by_function"] = m.cuts_by_function;
@@ -415,10 +417,13 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
 	j["needs_growth"] = r.needs_growth;
 	j["notes"] = r.notes;
-	j["sampler"] = {
-	    {"cycles", r.sampler.cycles},	  {"rate_hz", r.sampler.rate_hz},
-	    {"max_gap_ms", r.sampler.max_gap_ms}, {"mean_cycle_us", r.sampler.mean_cycle_us},
-	    {"diag_error", r.sampler.diag_err},	  {"scheduling", r.sampler.scheduling}};
+	j["sampler"] = {{"cycles", r.sampler.cycles},
+			{"rate_hz", r.sampler.rate_hz},
+			{"max_gap_ms", r.sampler.max_gap_ms},
+			{"mean_cycle_us", r.sampler.mean_cycle_us},
+			{"max_cycle_us", r.sampler.max_cycle_us},
+			{"diag_error", r.sampler.diag_err},
+			{"scheduling", r.sampler.scheduling}};
 	j["integrity"] = {{"flows", r.data.flows},
 			  {"bytes_sent", r.data.bytes_sent},
 			  {"bytes_verified", r.data.bytes_verified},

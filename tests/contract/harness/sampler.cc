@@ -285,13 +285,17 @@ void sampler::loop()
 	int64_t start = now_ns(), last = start;
 	int64_t next = start, busy = 0;
 	while (!stop_.load(std::memory_order_relaxed)) {
+		// The kernel's counters first, then the sockets at the cycle's
+		// time: a reading of a guard's wait is never later than the
+		// samples of its cycle, so a wait that ended after it counts
+		// for the dip those samples still saw (cycle_watch.h).
+		if (watch_)
+			watch_->read();
 		int64_t now = now_ns();
 		cycle((now - t0_ns_) / 1000);
 		const int64_t took = now_ns() - now;
 		busy += took;
 		stats_.max_cycle_us = std::max(stats_.max_cycle_us, double(took) / 1e3);
-		if (watch_)
-			watch_->read();
 		stats_.cycles++;
 		stats_.max_gap_ms = std::max(stats_.max_gap_ms, double(now - last) / 1e6);
 		last = now;

@@ -176,10 +176,18 @@ int new_thread(const std::set<int> &before, const std::set<int> &after, const ch
 
 int64_t sched_wait_us(const std::vector<counter_step> &steps, int64_t start_us, int64_t end_us)
 {
+	// A step's waits ended between its two readings, one after another:
+	// only the first can have begun before the step (before the dip's
+	// start, if it began more than from_us - start_us earlier), and no
+	// more than to_us - end_us of them can lie after the dip's end.
 	int64_t sum = 0;
-	for (const auto &s : steps)
-		if (s.from_us >= start_us && s.to_us <= end_us)
-			sum += std::min(s.grew, s.from_us - start_us);
+	for (const auto &s : steps) {
+		if (s.from_us < start_us || s.from_us > end_us)
+			continue;
+		const int64_t after = std::max<int64_t>(0, s.to_us - end_us);
+		const int64_t before = std::max<int64_t>(0, s.grew - (s.from_us - start_us));
+		sum += std::max<int64_t>(0, s.grew - after - before);
+	}
 	return std::min(sum, std::max<int64_t>(0, end_us - start_us));
 }
 

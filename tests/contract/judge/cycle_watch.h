@@ -77,9 +77,12 @@ int new_thread(const std::set<int> &before, const std::set<int> &after, const ch
 
 // How long of [@start_us, @end_us] the thread whose steps are @steps is
 // known to have waited runnable and not run (a lower bound): a step whose
-// readings both lie inside counts what it grew, but no more than from
-// the dip's start to its first reading, since a wait the second reading
-// found ended may have begun before the dip (docs/contract.md).
+// first reading lies inside counts what it grew, less what can lie
+// outside: before the dip, the part of its first wait further back than
+// the first reading (the waits end one after another between the two
+// readings, so only the first can have begun before), and after the dip,
+// up to the time from the dip's end to the second reading
+// (docs/contract.md).
 int64_t sched_wait_us(const std::vector<counter_step> &steps, int64_t start_us, int64_t end_us);
 
 // Whether the kernel may have skipped a clock program run between

@@ -454,8 +454,13 @@ TEST(Dips, OnlyTheSchedulersMeasuredWaitIsExcused)
 	EXPECT_EQ(sched_wait_us({{101'000, 1'001'500, 900'000}}, 100'000, 1'020'000), 1000);
 	EXPECT_EQ(sched_wait_us({{500'000, 1'001'500, 900'000}}, 100'000, 1'020'000), 400'000);
 	EXPECT_EQ(sched_wait_us({{500'000, 1'001'500, 300'000}}, 100'000, 1'020'000), 300'000);
-	// A step that reaches past the dip's end counts nothing.
-	EXPECT_EQ(sched_wait_us({{500'000, 1'030'000, 300'000}}, 100'000, 1'020'000), 0);
+	// A step that reaches past the dip's end counts all but the time from
+	// the end to its second reading; one whose first reading is before
+	// the dip's start, or after its end, nothing.
+	EXPECT_EQ(sched_wait_us({{500'000, 1'030'000, 300'000}}, 100'000, 1'020'000), 290'000);
+	EXPECT_EQ(sched_wait_us({{500'000, 1'030'000, 450'000}}, 100'000, 1'020'000), 390'000);
+	EXPECT_EQ(sched_wait_us({{99'000, 200'000, 50'000}}, 100'000, 1'020'000), 0);
+	EXPECT_EQ(sched_wait_us({{1'021'000, 1'030'000, 5'000}}, 100'000, 1'020'000), 0);
 	// Without the thread's schedstat nothing is excused, and the JSON
 	// says why.
 	r = run(920'000);

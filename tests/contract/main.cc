@@ -54,7 +54,7 @@ void usage(FILE *to)
 		"bulk,...]\n"
 		"                        [--json PATH] [--markdown PATH] [--series]\n"
 		"                        [--allow-global-changes] [--strict-raw] [--list]\n"
-		"                        [--trace auto|on|off] [--version]\n"
+		"                        [--trace auto|on|off] [--seed N] [--version]\n"
 		"\n"
 		"Runs the sockbuf contract (docs/contract.md) on this kernel.  Each scenario\n"
 		"runs in its own network namespace; unprivileged runs enter a user+network\n"
@@ -72,7 +72,9 @@ void usage(FILE *to)
 		   "running.\n"
 		   "--trace auto|on|off: record kernel events through tracefs and name the ones\n"
 		   "before each C3 violation (auto: when root and tracefs is there; on: exit 1\n"
-		   "if it cannot; default auto).\n");
+		   "if it cannot; default auto).\n"
+		   "--seed N: the seed of the cuts scenario's times and targets (default: from\n"
+		   "the clock; each scenario's notes say the one used).\n");
 }
 
 std::vector<std::string> split(const std::string &s)
@@ -122,7 +124,15 @@ int parse(int argc, char **argv, args *a)
 			a->from_json = v;
 		else if (s == "--trace" && value(&v) && (v == "auto" || v == "on" || v == "off"))
 			a->trace = v;
-		else if (s == "--clause" && value(&v))
+		else if (s == "--seed" && value(&v)) {
+			char *end = nullptr;
+			errno = 0;
+			a->run.prof.seed = std::strtoull(v.c_str(), &end, 0);
+			if (errno || !end || *end || a->run.prof.seed == 0) {
+				fmt::print(stderr, "sockbuf-contract: --seed wants a number > 0\n");
+				return -1;
+			}
+		} else if (s == "--clause" && value(&v))
 			a->run.clauses = split(v);
 		else if (s == "--scenario" && value(&v))
 			a->scenarios = split(v);
@@ -145,6 +155,8 @@ int parse(int argc, char **argv, args *a)
 	if (env && strcmp(env, "1") == 0)
 		a->run.prof.allow_global = true;
 	a->run.prof.quick = a->quick;
+	if (!a->run.prof.seed)
+		a->run.prof.seed = uint64_t(now_ns()) ^ (uint64_t(getpid()) << 32);
 	return 0;
 }
 

@@ -19,8 +19,10 @@
 namespace sockbuf::contract
 {
 
-void assign_drivers(std::vector<socket_record> *sockets, guard_driver first)
+void assign_drivers(std::vector<socket_record> *sockets, guard_driver first, bool with_daemon)
 {
+	static_assert(int(guard_driver::daemon) == guard_driver_count);
+	const int drivers = guard_driver_count + (with_daemon ? 1 : 0);
 	std::map<int, guard_driver> of_conn;
 	for (auto &s : *sockets) {
 		if (s.a == arm::lib_reserve)
@@ -29,7 +31,7 @@ void assign_drivers(std::vector<socket_record> *sockets, guard_driver first)
 			continue;
 		auto it = of_conn.find(s.conn);
 		if (it == of_conn.end()) {
-			int k = (int(of_conn.size()) + int(first)) % guard_driver_count;
+			int k = (int(of_conn.size()) + int(first)) % drivers;
 			it = of_conn.emplace(s.conn, guard_driver(k)).first;
 		}
 		s.driver = it->second;

@@ -79,8 +79,10 @@ private:
 
 // Assigns a driver to every lib_initial socket of @sockets: the arm's
 // connections alternate between the drivers, the first getting
-// driver @first (both ends of a connection share a driver).  lib_reserve
-// sockets get guard_driver::events.
-void assign_drivers(std::vector<socket_record> *sockets, guard_driver first);
+// driver @first (both ends of a connection share a driver), and over
+// guard_driver::daemon too when @with_daemon.  lib_reserve sockets get
+// guard_driver::events.
+void assign_drivers(std::vector<socket_record> *sockets, guard_driver first,
+		    bool with_daemon = false);
 
 } // namespace sockbuf::contract

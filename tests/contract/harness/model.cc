@@ -45,13 +45,15 @@ const char *driver_name(guard_driver d)
 		return "timerfd";
 	case guard_driver::events:
 		return "events";
+	case guard_driver::daemon:
+		return "daemon";
 	}
 	return "?";
 }
 
 guard_driver driver_from_name(const std::string &name)
 {
-	for (int d = 0; d < guard_driver_count; d++)
+	for (int d = 0; d <= int(guard_driver::daemon); d++)
 		if (name == driver_name(guard_driver(d)))
 			return guard_driver(d);
 	return guard_driver::thread;

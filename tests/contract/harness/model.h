@@ -44,8 +44,13 @@ const char *role_name(role r);
 // by the kernel's cuts (SOCKBUF_GUARD_EVENTS; it polls like the thread
 // driver where the event source does not load, and says why).  The
 // lib_reserve arm's own guard is an events guard too.
-enum class guard_driver : int { thread, timerfd, events };
-constexpr int guard_driver_count = 3;
+//
+// guard_driver::daemon: the library's thread in a process of its own
+// that hands its sockets over to a sockbufd the scenario starts in its
+// namespace (harness/served.h); only in scenarios that ask for it
+// (scenario_plan::daemon_mode), never in the drivers' rotation.
+enum class guard_driver : int { thread, timerfd, events, daemon };
+constexpr int guard_driver_count = 3; // the rotation: daemon is not in it
 const char *driver_name(guard_driver d);
 // Back from driver_name()'s text; thread for an unknown name.
 guard_driver driver_from_name(const std::string &name);
@@ -273,6 +278,16 @@ struct guard_stats {
 	int tid = 0;
 	std::vector<counter_step> sched;
 	std::string sched_why;
+	// guard_driver::daemon (sockbuf_guard_daemon_stats() of the guard in
+	// the served process, and the daemon's own figures): the sockbufd
+	// that served it at the end (0: none), why not (-errno; 1: not
+	// asked), its hand-overs and resumes, the time served, and the
+	// restores the daemon made (its metrics, source "daemon").
+	int daemon_pid = 0, daemon_err = 1;
+	uint32_t handovers = 0, resumes = 0;
+	int64_t served_us = 0;
+	int64_t daemon_restores = -1; // -1: the daemon's metrics unread
+	uint32_t daemon_interval_us = 0;
 };
 
 struct sampler_stats {

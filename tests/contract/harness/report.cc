@@ -468,6 +468,14 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 				   {"bound_us", g.bound_us},
 				   {"source", source_name(g.source)},
 				   {"dips", dips_json(dips_of(r, g.a, d))}});
+		if (d == guard_driver::daemon)
+			drivers.back()["daemon"] = {{"pid", g.daemon_pid},
+						    {"err", g.daemon_err},
+						    {"interval_us", g.daemon_interval_us},
+						    {"handovers", g.handovers},
+						    {"resumes", g.resumes},
+						    {"served_us", g.served_us},
+						    {"restores", g.daemon_restores}};
 	}
 	j["floor_guard"] = {
 	    {"passes", r.guard.passes},		  {"violations", r.guard.violations},

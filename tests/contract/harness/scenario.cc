@@ -172,6 +172,17 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		out->skip_reason = skip;
 		return;
 	}
+	// The daemon mode's namespaces before any connection or thread
+	// (served.h); where it cannot run, its connections rotate over the
+	// other modes and the note says why.
+	served_guard served;
+	bool daemon_ok = false;
+	if (plan.daemon_mode) {
+		const std::string why = served.prepare(prof.daemon);
+		daemon_ok = why.empty();
+		if (!daemon_ok)
+			plan.notes.push_back("daemon mode skipped: " + why);
+	}
 	out->initial_snd = plan.sizes.snd;
 	out->initial_rcv = plan.sizes.rcv;
 	out->needs_growth = plan.needs_growth;
@@ -198,7 +209,22 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	// BPF programs in sockbuf_guard_new() (vmlinux BTF, verifier,
 	// trampolines: about a second under qemu TCG), which inside the run
 	// would read as a gap before every socket's first sample.
-	assign_drivers(&set.sockets, first_driver(spec, prof));
+	assign_drivers(&set.sockets, first_driver(spec, prof), daemon_ok);
+	// The served process and the cutter are forked before any thread of
+	// this process starts.
+	if (daemon_ok) {
+		const std::string why = served.start(set.sockets);
+		if (!why.empty())
+			plan.notes.push_back("daemon mode: " + why);
+	}
+	cutter cuts;
+	cut_spec cut = plan.cuts;
+	cut.seed = prof.seed ? prof.seed : uint64_t(now_ns());
+	if (cut.count > 0) {
+		const std::string why = cuts.start(set.sockets, cut);
+		if (!why.empty())
+			plan.notes.push_back("no cuts from outside: " + why);
+	}
 	floor_guard thread_guard(&set.sockets, arm::lib_initial, guard_driver::thread,
 				 prof.guard_period_us);
 	floor_guard timer_guard(&set.sockets, arm::lib_initial, guard_driver::timerfd,
@@ -228,6 +254,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		}
 		slot++;
 	}
+	cuts.go(t0);
 	std::thread during, plan_during;
 	if (hooks.during)
 		during = std::thread(hooks.during, std::ref(set), t0);
@@ -240,8 +267,16 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		during.join();
 	if (plan_during.joinable())
 		plan_during.join();
+	// Every cut is made while the guards run.
+	std::vector<cut_record> made;
+	if (cuts.started()) {
+		const pid_t cutter_pid = cuts.pid();
+		made = cuts.finish();
+		plan.notes.push_back(cuts_text(made, set.sockets, cut, cutter_pid));
+	}
 	for (floor_guard *g : guards)
 		g->stop();
+	served.stop();
 	const int64_t guards_stopped = now_ns();
 	if (hooks.at_end)
 		hooks.at_end(set);
@@ -261,6 +296,14 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		st.sched = watch.sched(slot);
 		st.sched_why = watch.sched_why(slot++);
 		if (st.sockets || st.restore_errors)
+			out->guards.push_back(std::move(st));
+	}
+	if (daemon_ok) {
+		guard_stats st = served.stats();
+		plan.notes.push_back(served_text(st, prof.daemon));
+		for (const auto &e : st.events)
+			plan.notes.push_back("daemon mode: " + e);
+		if (st.sockets)
 			out->guards.push_back(std::move(st));
 	}
 	out->guard = sum_of(out->guards);

@@ -4,8 +4,10 @@
 #pragma once
 
 #include "conn.h"
+#include "cutter.h"
 #include "model.h"
 #include "sampler.h"
+#include "served.h"
 
 #include <functional>
 #include <string>
@@ -27,6 +29,11 @@ struct profile {
 	// from it.  -1: alternate with the scenario's place in
 	// all_scenarios().
 	int first_driver = -1;
+	// The seed of the cuts scenarios make on purpose (scenario_plan::cuts);
+	// 0: one from the clock, reported in the scenario's notes.
+	uint64_t seed = 0;
+	// The daemon mode's intervals (scenario_plan::daemon_mode).
+	daemon_spec daemon;
 };
 
 // Test hooks: change what a run sees, to prove the suite can fail.
@@ -59,6 +66,12 @@ struct scenario_plan {
 	std::function<void()> cleanup;
 	// Optional: runs on its own thread while traffic flows (bounded).
 	std::function<void(connection_set &, int64_t t0_ns)> during;
+	// Cuts from outside (harness/cutter.h): count 0, none.  The seed is
+	// the profile's.
+	cut_spec cuts;
+	// The lib_initial connections rotate over the daemon mode too
+	// (harness/served.h): a sockbufd of the scenario's own serves them.
+	bool daemon_mode = false;
 	std::vector<std::string> notes;
 };
 

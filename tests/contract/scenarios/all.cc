@@ -15,14 +15,15 @@ scenario_spec scenario_jitter();
 scenario_spec scenario_shaped();
 scenario_spec scenario_large();
 scenario_spec scenario_pressure();
+scenario_spec scenario_cuts();
 
 const std::vector<scenario_spec> &all_scenarios()
 {
 	static const std::vector<scenario_spec> list = {
-	    scenario_bulk(),	scenario_slow_reader(), scenario_stop_resume(),
-	    scenario_bursty(),	scenario_parallel(),	scenario_request_response(),
-	    scenario_jitter(),	scenario_shaped(),	scenario_large(),
-	    scenario_pressure()};
+	    scenario_bulk(),	 scenario_slow_reader(), scenario_stop_resume(),
+	    scenario_bursty(),	 scenario_parallel(),	 scenario_request_response(),
+	    scenario_jitter(),	 scenario_shaped(),	 scenario_large(),
+	    scenario_pressure(), scenario_cuts()};
 	return list;
 }
 

@@ -280,15 +280,8 @@ std::string served_guard::prepare(const daemon_spec &spec)
 	return "";
 }
 
-std::string served_guard::start(const std::vector<socket_record> &sockets)
+std::string served_guard::start_daemon()
 {
-	std::vector<std::pair<int, sockbuf_floor>> fds;
-	for (const auto &s : sockets)
-		if (s.a == arm::lib_initial && s.driver == guard_driver::daemon &&
-		    s.r != role::listener && s.fd >= 0 && (s.snd.floor > 0 || s.rcv.floor > 0))
-			fds.push_back({s.fd, sockbuf_floor{s.snd.floor, s.rcv.floor}});
-	if (fds.empty())
-		return "no daemon-mode socket";
 	const std::string interval = std::to_string(spec_.daemon_interval_ms);
 	fflush(nullptr);
 	daemon_ = fork();
@@ -328,6 +321,24 @@ std::string served_guard::start(const std::vector<socket_record> &sockets)
 			return "sockbufd wrote no presence file within 3 s";
 		poll(nullptr, 0, 5); // a bounded wait for the daemon's file
 	}
+	return "";
+}
+
+std::string served_guard::start(const std::vector<socket_record> &sockets)
+{
+	std::vector<std::pair<int, sockbuf_floor>> fds;
+	for (const auto &s : sockets)
+		if (s.a == arm::lib_initial && s.driver == guard_driver::daemon &&
+		    s.r != role::listener && s.fd >= 0 && (s.snd.floor > 0 || s.rcv.floor > 0))
+			fds.push_back({s.fd, sockbuf_floor{s.snd.floor, s.rcv.floor}});
+	if (fds.empty())
+		return "no daemon-mode socket";
+	// Its sockets are the mode's whatever happens below: their dips are
+	// judged, and without a guard they last.
+	sockets_ = int(fds.size());
+	// Without a daemon the served process still runs: its guard keeps
+	// its sockets itself, and the hand-over's figures say so.
+	const std::string no_daemon = start_daemon();
 	int ctl[2], res[2];
 	if (pipe2(ctl, O_CLOEXEC) != 0)
 		return fmt::format("pipe: {}", strerror(errno));
@@ -352,9 +363,10 @@ std::string served_guard::start(const std::vector<socket_record> &sockets)
 	served_ready ready;
 	if (!read_within(res_fd_, &ready, sizeof(ready), handover_wait_ns / 1'000'000 + 1000))
 		return "the served process said nothing within 4 s";
-	sockets_ = ready.sockets;
 	st_.daemon_pid = ready.pid;
 	st_.daemon_err = ready.err;
+	if (!no_daemon.empty())
+		return no_daemon;
 	if (ready.add_err)
 		return fmt::format("the served process's guard: {}", strerror(-ready.add_err));
 	if (ready.pid <= 0)

@@ -60,8 +60,10 @@ public:
 	std::string prepare(const daemon_spec &spec);
 	// Starts the daemon and the served process with the daemon-mode
 	// sockets of @sockets; waits (at most 3 s) for the guard to hand
-	// over.  "" or why not (the mode's sockets then have no guard: the
-	// note says so, and C3 sees their dips last).
+	// over.  "" or why not: without a daemon the served process's guard
+	// keeps its sockets itself (no hand-over, said in the figures), and
+	// without a served process they have no guard and C3 sees their
+	// dips last.
 	std::string start(const std::vector<socket_record> &sockets);
 	// The guards' stop: the served process's guard stops, then the
 	// daemon.
@@ -73,6 +75,7 @@ public:
 
 private:
 	void end_children();
+	std::string start_daemon();
 	daemon_spec spec_;
 	std::string sockbufd_, dir_, run_dir_, metrics_, log_;
 	pid_t daemon_ = -1, served_ = -1;

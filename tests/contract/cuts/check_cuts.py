@@ -19,7 +19,8 @@ its JSON read back:
 
 Prints per mode its dips, longest dip, bound and verdict, and the run time.
 usage: check_cuts.py SOCKBUF_CONTRACT [--seed N]
-Exit: 0 pass, 1 fail, 77 skip (not root: the daemon mode needs root).
+Exit: 0 pass, 1 fail, 77 skip (sockbuf-contract could not run here; as
+not root it runs in a user namespace of its own, the daemon mode too).
 """
 import argparse
 import json
@@ -44,9 +45,6 @@ def main():
     ap.add_argument("contract")
     ap.add_argument("--seed", default="7")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("skip: the daemon mode needs root (sockbufd serves only root's presence)")
-        return 77
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cuts.json")
         t0 = time.monotonic()

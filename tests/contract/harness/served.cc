@@ -260,8 +260,10 @@ std::string served_guard::prepare(const daemon_spec &spec)
 	if (sockbufd_.empty())
 		return "no sockbufd here (beside this program, /usr/sbin, or "
 		       "$SOCKBUF_CONTRACT_SOCKBUFD)";
+	// Root here (an unprivileged run is root of its user namespace): a
+	// guard hands over only to a daemon whose presence file is root's.
 	if (geteuid() != 0)
-		return "sockbufd serves only processes whose guard finds a root daemon";
+		return "a guard hands over only to a root daemon, and this process is not root";
 	// A /dev/shm and a run directory of the scenario's own.
 	if (unshare(CLONE_NEWNS) != 0)
 		return fmt::format("unshare(CLONE_NEWNS): {}", strerror(errno));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cutter.h"
 
+#include "child.h"
 #include "clock.h"
 #include "floor_judge.h"
 
@@ -38,34 +39,6 @@ uint64_t next_random(uint64_t *s)
 	return *s;
 }
 
-// Every descriptor but @keep (sorted) closed.
-void close_all_but(std::vector<int> keep)
-{
-	std::sort(keep.begin(), keep.end());
-	unsigned lo = 0;
-	for (int k : keep) {
-		if (unsigned(k) > lo)
-			syscall(SYS_close_range, lo, unsigned(k) - 1, 0);
-		lo = unsigned(k) + 1;
-	}
-	syscall(SYS_close_range, lo, ~0u, 0);
-}
-
-bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = static_cast<const char *>(p);
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= size_t(w);
-	}
-	return true;
-}
-
 // The cutter process: system calls only, on the plan it was forked with.
 [[noreturn]] void cutter_main(std::vector<cut_record> plan, const cut_spec &spec, pid_t parent,
 			      int go_fd, int out_fd)
@@ -73,7 +46,7 @@ bool write_all(int fd, const void *p, size_t n)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
-	// The scenario's stdout/stderr and sockets are not the cutter's.
+	// The scenario's sockets and pipes are not the cutter's.
 	close_all_but({go_fd, out_fd});
 	int64_t t0 = 0;
 	ssize_t r;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "served.h"
 
+#include "child.h"
 #include "clauses.h"
 #include "clock.h"
 
@@ -47,21 +48,6 @@ struct served_end {
 
 constexpr int64_t handover_wait_ns = 3'000'000'000;
 
-bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = static_cast<const char *>(p);
-	while (n) {
-		const ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= size_t(w);
-	}
-	return true;
-}
-
 // Reads exactly @n bytes within @ms; false on EOF, error or timeout.
 bool read_within(int fd, void *p, size_t n, int64_t ms)
 {
@@ -86,20 +72,6 @@ bool read_within(int fd, void *p, size_t n, int64_t ms)
 		n -= size_t(r);
 	}
 	return true;
-}
-
-void close_all_but(std::vector<int> keep)
-{
-	std::sort(keep.begin(), keep.end());
-	unsigned lo = 3;
-	for (int k : keep) {
-		if (k < 3)
-			continue;
-		if (unsigned(k) > lo)
-			syscall(SYS_close_range, lo, unsigned(k) - 1, 0);
-		lo = unsigned(k) + 1;
-	}
-	syscall(SYS_close_range, lo, ~0u, 0);
 }
 
 // Waits for @pid (at most @ms), then kills it; its status or -1.
@@ -340,7 +312,7 @@ std::string served_guard::start(const std::vector<socket_record> &sockets)
 	sockets_ = int(fds.size());
 	// Without a daemon the served process still runs: its guard keeps
 	// its sockets itself, and the hand-over's figures say so.
-	const std::string no_daemon = start_daemon();
+	std::string no_daemon = start_daemon();
 	int ctl[2], res[2];
 	if (pipe2(ctl, O_CLOEXEC) != 0)
 		return fmt::format("pipe: {}", strerror(errno));

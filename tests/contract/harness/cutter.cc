@@ -234,46 +234,54 @@ std::vector<cut_record> cutter::finish()
 	return got;
 }
 
-std::string cuts_text(const std::vector<cut_record> &cuts,
-		      const std::vector<socket_record> &sockets, const cut_spec &spec, pid_t pid)
+cut_summary summarize_cuts(const std::vector<cut_record> &cuts,
+			   const std::vector<socket_record> &sockets, const cut_spec &spec)
 {
-	int made = 0, snd = 0, rcv = 0, locked = 0, unlocked = 0, failed = 0;
-	int lock_refused = 0;
-	std::string first_err;
-	std::map<std::string, int> per_mode;
-	for (const auto &c : cuts) {
-		if (c.done_us < 0) {
-			failed++;
-			if (first_err.empty())
-				first_err = fmt::format(
-				    "{}: {}", c.step == 1 ? "pidfd_getfd" : "setsockopt(SO_*BUF)",
-				    strerror(-c.err));
+	cut_summary c;
+	c.ran = true;
+	c.seed = spec.seed;
+	c.planned = spec.count;
+	for (const auto &k : cuts) {
+		if (k.done_us < 0) {
+			c.failed++;
+			if (c.first_error.empty())
+				c.first_error = fmt::format(
+				    "{}: {}", k.step == 1 ? "pidfd_getfd" : "setsockopt(SO_*BUF)",
+				    strerror(-k.err));
 			continue;
 		}
-		made++;
-		(c.dir ? rcv : snd)++;
-		if (c.step == 3)
-			lock_refused++;
+		c.made++;
+		(k.dir ? c.rcv : c.snd)++;
+		if (k.step == 3)
+			c.lock_refused++;
 		else
-			(c.lock ? locked : unlocked)++;
-		const socket_record &s = sockets[size_t(c.socket)];
-		per_mode[mode_name(s.a, s.driver)]++;
+			(k.lock ? c.lock_on : c.lock_off)++;
+		const socket_record &s = sockets[size_t(k.socket)];
+		c.by_mode[mode_name(s.a, s.driver)]++;
 	}
+	// Cuts the cutter never reported (it was killed, or wrote nothing).
+	if (cuts.empty())
+		c.failed = spec.count;
+	return c;
+}
+
+std::string cuts_text(const cut_summary &c, const cut_spec &spec, pid_t pid)
+{
 	std::string out = fmt::format(
 	    "cuts from outside: {} of {} made by pid {} through pidfd_getfd() (seed {}, between "
 	    "{:.1f} and {:.1f} s, setsockopt() to {}): {} of SO_SNDBUF, {} of SO_RCVBUF; "
 	    "SO_BUF_LOCK then 3 on {}, 0 on {}",
-	    made, cuts.empty() ? spec.count : int(cuts.size()), pid, spec.seed, spec.start_s,
-	    spec.end_s, spec.size, snd, rcv, locked, unlocked);
-	if (lock_refused)
-		out += fmt::format(", refused on {} (the cut stays locked)", lock_refused);
+	    c.made, c.planned, pid, c.seed, spec.start_s, spec.end_s, spec.size, c.snd, c.rcv,
+	    c.lock_on, c.lock_off);
+	if (c.lock_refused)
+		out += fmt::format(", refused on {} (the cut stays locked)", c.lock_refused);
 	out += "; per mode:";
-	for (const auto &[m, n] : per_mode)
+	for (const auto &[m, n] : c.by_mode)
 		out += fmt::format(" {} {}", m, n);
-	if (cuts.empty())
-		out += "; the cutter reported nothing";
-	if (failed)
-		out += fmt::format("; {} not made (first: {})", failed, first_err);
+	if (c.failed)
+		out += fmt::format("; {} not made ({})", c.failed,
+				   c.first_error.empty() ? "the cutter reported nothing"
+							 : "first: " + c.first_error);
 	return out;
 }
 

@@ -81,10 +81,13 @@ private:
 	int64_t t0_ns_ = 0;
 };
 
+// What @cuts (finish()'s) did, per direction, lock and mode.
+cut_summary summarize_cuts(const std::vector<cut_record> &cuts,
+			   const std::vector<socket_record> &sockets, const cut_spec &spec);
+
 // "40 cuts from pid 123 through pidfd_getfd (seed 7, 0.5-2.5 s): 20 of
 // SO_SNDBUF, 20 of SO_RCVBUF, 19 left locked, 21 unlocked; thread 10,
 // timerfd 10, ...": the scenario's note.
-std::string cuts_text(const std::vector<cut_record> &cuts,
-		      const std::vector<socket_record> &sockets, const cut_spec &spec, pid_t pid);
+std::string cuts_text(const cut_summary &c, const cut_spec &spec, pid_t pid);
 
 } // namespace sockbuf::contract

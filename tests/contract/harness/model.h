@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -349,6 +350,19 @@ struct verdict {
 	half_verdict raw, lib;
 };
 
+// The cuts a scenario made on purpose (harness/cutter.h): planned and
+// made, with the seed, by direction, by what SO_BUF_LOCK was left at,
+// and per guard mode (mode_name()).
+struct cut_summary {
+	bool ran = false;
+	uint64_t seed = 0;
+	int planned = 0, made = 0, failed = 0;
+	int snd = 0, rcv = 0;				 // made, per direction
+	int lock_on = 0, lock_off = 0, lock_refused = 0; // SO_BUF_LOCK 3, 0, refused
+	std::map<std::string, int> by_mode;
+	std::string first_error; // of a cut not made
+};
+
 struct scenario_result {
 	std::string name;
 	std::string skip_reason; // non-empty: did not run
@@ -362,6 +376,7 @@ struct scenario_result {
 	std::vector<guard_stats> guards; // per driver that guarded sockets
 	std::vector<socket_record> sockets;
 	std::vector<std::string> notes;
+	cut_summary cuts;
 	// Sizes of this scenario's arms (kernel unit).
 	int initial_snd = 0, initial_rcv = 0;
 	bool needs_growth = false; // bandwidth-delay product exceeds initial

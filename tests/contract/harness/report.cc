@@ -417,6 +417,18 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 	j["initial"] = {{"sndbuf", r.initial_snd}, {"rcvbuf", r.initial_rcv}};
 	j["needs_growth"] = r.needs_growth;
 	j["notes"] = r.notes;
+	if (r.cuts.ran)
+		j["cuts"] = {{"seed", r.cuts.seed},
+			     {"planned", r.cuts.planned},
+			     {"made", r.cuts.made},
+			     {"failed", r.cuts.failed},
+			     {"first_error", r.cuts.first_error},
+			     {"SO_SNDBUF", r.cuts.snd},
+			     {"SO_RCVBUF", r.cuts.rcv},
+			     {"lock_on", r.cuts.lock_on},
+			     {"lock_off", r.cuts.lock_off},
+			     {"lock_refused", r.cuts.lock_refused},
+			     {"by_mode", r.cuts.by_mode}};
 	j["sampler"] = {{"cycles", r.sampler.cycles},
 			{"rate_hz", r.sampler.rate_hz},
 			{"max_gap_ms", r.sampler.max_gap_ms},

@@ -272,7 +272,8 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	if (cuts.started()) {
 		const pid_t cutter_pid = cuts.pid();
 		made = cuts.finish();
-		plan.notes.push_back(cuts_text(made, set.sockets, cut, cutter_pid));
+		out->cuts = summarize_cuts(made, set.sockets, cut);
+		plan.notes.push_back(cuts_text(out->cuts, cut, cutter_pid));
 	}
 	for (floor_guard *g : guards)
 		g->stop();

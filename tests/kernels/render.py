@@ -704,8 +704,9 @@ def render_guard_dips(results):
             "|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
 
 
-# The floor judge's modes, in the order the guard drivers are named.
-JUDGE_MODES = ("thread", "timerfd", "events", "reserve")
+# The floor judge's modes, in the order the guard drivers are named (daemon:
+# the cuts scenario's served process, docs/contract.md).
+JUDGE_MODES = ("thread", "timerfd", "events", "reserve", "daemon")
 
 
 def judge_cell(m, key):

@@ -465,6 +465,15 @@ class RenderTest(unittest.TestCase):
         self.assertIn("- 9.9: sampled clock: %s." % why, out)
         self.assertEqual(out.count(why), 1)
 
+    def test_floor_judge_has_a_row_for_the_daemon_mode(self):
+        # The cuts scenario's served process (docs/contract.md, "The
+        # daemon mode"): judged as the others, rendered as the others.
+        fj = {"clock": "kernel", "why": "w", "functions": ["sk_setsockopt"],
+              "daemon": self.judge_mode(10, 25500, bound_us=105040, max_sched_wait_us=0)}
+        out = render.render([self.judged(("cuts", fj))], None)
+        self.assertIn("| 9.9 | cuts | kernel | daemon | 2 | 10 | 120 | 25500 | 25500 | "
+                      "105040 | 0 | - | pass |", out)
+
     def test_floor_judge_counts_the_dips_the_kernel_clock_missed(self):
         fj = {"clock": "kernel", "why": "w", "functions": ["__sk_mem_raise_allocated"],
               "missed": 2, "timerfd": self.judge_mode(4, 700)}

@@ -170,7 +170,7 @@ void floor_guard::last_pass()
 		note_error("sockbuf_guard_pass", ret);
 }
 
-guard_stats floor_guard::stats() const
+guard_stats floor_guard::stats(const pass_cost &cost) const
 {
 	guard_stats g;
 	g.driver = driver_name(driver_);
@@ -214,7 +214,7 @@ guard_stats floor_guard::stats() const
 	g.interval_us = interval;
 	// The library's thread rests as long as a pass took; the timerfd
 	// loop here passes again as soon as the timer has fired.
-	g.bound_us = repair_bound_us(interval, sockets_, driver_ != guard_driver::timerfd);
+	g.bound_us = repair_bound_us(interval, sockets_, driver_ != guard_driver::timerfd, cost);
 	g.tid = tid_;
 	return g;
 }

@@ -32,6 +32,8 @@
 namespace sockbuf::contract
 {
 
+struct pass_cost; // clauses.h
+
 class floor_guard
 {
 public:
@@ -51,8 +53,8 @@ public:
 	// The library's totals so far, with the bound: how long a dip may
 	// last under this guard's passes, from its configuration alone (its
 	// interval, the safety net's while events drive it, and its number of
-	// sockets: clauses.h, repair_bound_us()).
-	guard_stats stats() const;
+	// sockets: clauses.h, repair_bound_us()), a pass costing @cost.
+	guard_stats stats(const pass_cost &cost) const;
 	int sockets() const { return sockets_; }
 	// The thread that runs its passes, found as start() made it (0: not
 	// found): the judge reads its run-queue wait (judge/cycle_watch.h).

@@ -293,14 +293,14 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	slot = 0;
 	for (floor_guard *g : guards) {
 		g->last_pass();
-		guard_stats st = g->stats();
+		guard_stats st = g->stats(prof.cost);
 		st.sched = watch.sched(slot);
 		st.sched_why = watch.sched_why(slot++);
 		if (st.sockets || st.restore_errors)
 			out->guards.push_back(std::move(st));
 	}
 	if (daemon_ok) {
-		guard_stats st = served.stats();
+		guard_stats st = served.stats(prof.cost);
 		plan.notes.push_back(served_text(st, prof.daemon));
 		for (const auto &e : st.events)
 			plan.notes.push_back("daemon mode: " + e);

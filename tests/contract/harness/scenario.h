@@ -3,6 +3,7 @@
 // own network namespace, bounded in bytes and seconds.
 #pragma once
 
+#include "clauses.h"
 #include "conn.h"
 #include "cutter.h"
 #include "model.h"
@@ -34,6 +35,8 @@ struct profile {
 	uint64_t seed = 0;
 	// The daemon mode's intervals (scenario_plan::daemon_mode).
 	daemon_spec daemon;
+	// What a guard's pass may cost in C3's bounds (clauses.h).
+	pass_cost cost;
 };
 
 // Test hooks: change what a run sees, to prove the suite can fail.

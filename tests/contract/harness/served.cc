@@ -401,11 +401,8 @@ void served_guard::stop()
 		reap(served_, 5000);
 		served_ = -1;
 	}
-	// The promise the served process keeps: its own guard's, from its
-	// configuration (the daemon keeps every kind of cut at least as
-	// soon).  No wait is excused: the served guard skips its passes on
-	// purpose, and the daemon's scheduling is not measured here.
-	st_.bound_us = repair_bound_us(st_.interval_us, st_.sockets, true);
+	// No wait is excused: the served guard skips its passes on purpose,
+	// and the daemon's scheduling is not measured here.
 	st_.sched_why = "the daemon and the served process's guard run in processes of "
 			"their own: their run-queue waits are not read";
 	end_children();
@@ -434,9 +431,14 @@ std::string served_text(const guard_stats &g, const daemon_spec &spec)
 	return out;
 }
 
-guard_stats served_guard::stats() const
+guard_stats served_guard::stats(const pass_cost &cost) const
 {
-	return st_;
+	// The promise the served process keeps: its own guard's, from its
+	// configuration (the daemon keeps every kind of cut at least as
+	// soon).
+	guard_stats g = st_;
+	g.bound_us = repair_bound_us(g.interval_us, g.sockets, true, cost);
+	return g;
 }
 
 } // namespace sockbuf::contract

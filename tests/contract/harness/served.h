@@ -39,6 +39,8 @@
 namespace sockbuf::contract
 {
 
+struct pass_cost; // clauses.h
+
 struct daemon_spec {
 	uint32_t guard_interval_us = 100000; // the served process's guard
 	uint32_t daemon_interval_ms = 10;    // sockbufd --interval
@@ -68,8 +70,9 @@ public:
 	// The guards' stop: the served process's guard stops, then the
 	// daemon.
 	void stop();
-	// The mode's figures, the daemon's included (after stop()).
-	guard_stats stats() const;
+	// The mode's figures, the daemon's included (after stop()), its
+	// bound from a pass costing @cost.
+	guard_stats stats(const pass_cost &cost) const;
 	int sockets() const { return sockets_; }
 	const std::string &daemon_log() const { return log_text_; }
 

@@ -275,8 +275,8 @@ TEST(Dips, EachSocketsGapsAreHeldToItsOwnDriversBound)
 
 TEST(Dips, BoundIsComputedFromTheConfigurationAlone)
 {
-	// A pass costs guard_pass_fixed_us plus guard_pass_per_socket_us per
-	// socket: 5.04 ms over 2 sockets.  10 ms interval: the library's
+	// A pass costs the default pass_cost's 5 ms plus 20 us per socket:
+	// 5.04 ms over 2 sockets.  10 ms interval: the library's
 	// thread rests as long as a pass took, so its period is 10.08 ms, the
 	// timerfd loop's 10 ms.
 	EXPECT_EQ(guard_pass_cost_us(2), 5'040);
@@ -285,6 +285,12 @@ TEST(Dips, BoundIsComputedFromTheConfigurationAlone)
 	// 1,000 sockets: 25 ms passes stretch the period.
 	EXPECT_EQ(repair_bound_us(10'000, 1000), 50'000 + 25'000);
 	EXPECT_EQ(repair_bound_us(10'000, 1000, false), 25'000 + 25'000);
+	// --pass-cost 50000,1000 (the qemu guests'): 52 ms passes over 2
+	// sockets, a thread period of two passes.
+	const pass_cost guest{50'000, 1'000};
+	EXPECT_EQ(guard_pass_cost_us(2, guest), 52'000);
+	EXPECT_EQ(repair_bound_us(10'000, 2, true, guest), 104'000 + 52'000);
+	EXPECT_EQ(repair_bound_us(10'000, 2, false, guest), 52'000 + 52'000);
 	// The guard's own figures (a 300 ms pass, passes 260 ms late) change
 	// nothing: a 250 ms dip fails the configuration's bound.
 	const int64_t b = repair_bound_us(1000, 2);

@@ -29,6 +29,8 @@
 namespace sockbuf::cli::run::supervision
 {
 
+// seccomp(2) and pidfd_open(2), through syscall(): -1 and errno on
+// failure.
 int sys_seccomp(unsigned int op, unsigned int flags, void *args);
 
 int pidfd_open(pid_t pid);
@@ -36,6 +38,7 @@ int pidfd_open(pid_t pid);
 // Installs the filter in the calling process; the listener fd or -errno.
 int install_filter();
 
+// Sends @fd over the socket pair @sock (SCM_RIGHTS): 0 or -errno.
 int send_fd(int sock, int fd);
 
 // The fd sent with send_fd(), or -errno (-EPIPE: the child sent none).
@@ -100,12 +103,15 @@ private:
 	// of ended processes go, then all.
 	int leader_pidfd(pid_t pid);
 
+	// Closes the kept pidfd of @pid, or all of them.
 	void forget_pidfd(pid_t pid);
-
 	void forget_all_pidfds();
 
+	// Whether notification @id still waits for its answer.
 	bool still_valid(uint64_t id) const;
 
+	// A trapped setsockopt(SOL_SOCKET, SO_*BUF*): 0 or -errno, the
+	// answer the program gets, or continue_call or gone.
 	int decide(const struct seccomp_notif &req);
 
 	// listen(): always run by the kernel.  A socket the supervisor sized
@@ -128,6 +134,9 @@ private:
 	// said once on standard error, and in the log for each process.
 	void no_access(pid_t pid, const char *call, int err);
 
+	// The shim's policy on socket @sock (a copy of the program's fd
+	// @fd of process @pid), asked for @asked in direction @d through
+	// option @name: 0 or -errno, the program's answer, or continue_call.
 	int apply(int sock, pid_t pid, int fd, shim::dir d, int name, bool force, int asked);
 
 	int listener_;

@@ -19,7 +19,6 @@ one), and SIGTERM ends it with a summary that counts the restore.
 usage: fix_checks.py --sockbuf PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns).
 """
-import argparse
 import os
 import pwd
 import re
@@ -89,12 +88,9 @@ def fix(args, *extra, user=None):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
+    args = rp.root_args()
+    if args is None:
+        return rp.SKIP
     # Bad input first: no namespaces needed.
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -25,7 +25,6 @@ usage: iperf3_seccomp.py --sockbuf PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no ip/iperf3, no netns, no
 supervisor).
 """
-import argparse
 import os
 import re
 import shutil
@@ -130,12 +129,9 @@ def run_once(ns, sockbuf, log):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
+    args = rp.root_args()
+    if args is None:
+        return rp.SKIP
     for tool in ("ip", "iperf3"):
         if not shutil.which(tool):
             return rp.skip(f"{tool} not installed")

@@ -19,7 +19,6 @@ within 3 s (the guard runs every 100 ms).  A plain run gets no floor.
 usage: listener_floors.py --sockbuf PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no supervisor).
 """
-import argparse
 import os
 import socket
 import subprocess
@@ -107,12 +106,9 @@ def one_mode(ns, sockbuf, via):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
+    args = rp.root_args()
+    if args is None:
+        return rp.SKIP
     modes = rp.ways(args.sockbuf, "listener floor")
 
     def body(ns):

@@ -17,7 +17,6 @@ listener's floor "from its listener"; plain, none.
 usage: nginx_workers.py --sockbuf PATH --work-dir DIR
 Exit: 0 pass, 1 fail, 77 skip (not root, no nginx, no netns).
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -163,13 +162,9 @@ def one_run(args, ns, nginx, prefix, via, crc):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    ap.add_argument("--work-dir", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
+    args = rp.root_args("--work-dir")
+    if args is None:
+        return rp.SKIP
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx")
                                       else None)
     if not nginx:

@@ -54,6 +54,26 @@ def root_missing():
     return None if os.geteuid() == 0 else "needs root for network namespaces"
 
 
+def root_args(*options):
+    """The command line of a check that runs in network namespaces:
+    --sockbuf PATH and each of @options (a required --NAME VALUE; a
+    (NAME, DEFAULT) pair for an optional one).  None once it has said why
+    it cannot run here: the caller then returns SKIP."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sockbuf", required=True)
+    for o in options:
+        if isinstance(o, tuple):
+            ap.add_argument(o[0], default=o[1])
+        else:
+            ap.add_argument(o, required=True)
+    args = ap.parse_args()
+    why = root_missing()
+    if why:
+        skip(why)
+        return None
+    return args
+
+
 def seccomp_missing(sockbuf):
     """Why `sockbuf run --via seccomp` cannot run here, or None."""
     probe = subprocess.run([sockbuf, "run", "--via", "seccomp", "--", "true"],
@@ -355,12 +375,9 @@ def iperf3(ns, sockbuf, shim):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    args = ap.parse_args()
-    why = root_missing()
-    if why:
-        return skip(why)
+    args = root_args()
+    if args is None:
+        return SKIP
     for tool in ("ip", "iperf3"):
         if not shutil.which(tool):
             return skip(f"{tool} not installed")

@@ -16,7 +16,6 @@ read-back stays 262144 in both.
 usage: supervised_programs.py --sockbuf PATH --cc CC --build-dir DIR --src DIR
 Exit: 0 pass, 1 fail, 77 skip (not root, no go, no netns, no supervisor).
 """
-import argparse
 import os
 import re
 import shutil
@@ -138,15 +137,9 @@ def one_run(ns, args, label, exe, supervised, data, crc):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sockbuf", required=True)
-    ap.add_argument("--cc", default="cc")
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("--src", required=True)
-    args = ap.parse_args()
-    why = rp.root_missing()
-    if why:
-        return rp.skip(why)
+    args = rp.root_args(("--cc", "cc"), "--build-dir", "--src")
+    if args is None:
+        return rp.SKIP
     if not shutil.which("ip") or not shutil.which("tc"):
         return rp.skip("ip or tc (iproute2) not installed")
     why = rp.seccomp_missing(args.sockbuf)

@@ -109,6 +109,22 @@ int read_in(int dfd, serving *out)
 	if (n < 0)
 		return int(n);
 	text[n] = '\0';
+	return parse_line(text, out);
+}
+
+} // namespace
+
+std::string line_of(const serving &s)
+{
+	char text[160];
+	const int len = std::snprintf(text, sizeof(text),
+				      "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+				      int(s.pid), s.start, s.netns, s.shm_dev, s.shm_ino);
+	return std::string(text, size_t(len));
+}
+
+int parse_line(const char *text, serving *out)
+{
 	int pid = 0;
 	unsigned long long start = 0, ns = 0, dev = 0, ino = 0;
 	char end = 0;
@@ -123,8 +139,6 @@ int read_in(int dfd, serving *out)
 	out->shm_ino = ino;
 	return 0;
 }
-
-} // namespace
 
 int announce()
 {
@@ -141,11 +155,10 @@ int announce()
 		return dfd;
 	struct stat shm = {};
 	stat(registry::default_dir, &shm); // zeros if none: no guard then matches
-	char text[160];
-	const int len = std::snprintf(
-	    text, sizeof(text), "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", getpid(),
-	    registry::process_start_time(getpid()), netns_of("/proc/self"), uint64_t(shm.st_dev),
-	    uint64_t(shm.st_ino));
+	const std::string text =
+	    line_of({getpid(), registry::process_start_time(getpid()), netns_of("/proc/self"),
+		     uint64_t(shm.st_dev), uint64_t(shm.st_ino)});
+	const ssize_t len = ssize_t(text.size());
 	const std::string tmp = std::string(file_name) + ".tmp";
 	int err = 0;
 	const int fd = sys::openat(dfd, tmp.c_str(),
@@ -158,7 +171,7 @@ int announce()
 		ssize_t n = 0;
 		if (fchmod(fd, 0644) != 0)
 			err = -errno;
-		else if ((n = write(fd, text, size_t(len))) != ssize_t(len))
+		else if ((n = write(fd, text.data(), text.size())) != len)
 			err = n < 0 ? -errno : -EIO;
 		if (::close(fd) != 0 && !err)
 			err = -errno;

@@ -45,6 +45,15 @@ struct serving {
 	uint64_t shm_dev = 0, shm_ino = 0; // its /dev/shm
 };
 
+// The file's one line for @s, "PID START NETNS SHMDEV SHMINO\n": what
+// announce() writes.
+std::string line_of(const serving &s);
+
+// Parses @text, the whole file, into @out: 0, or -EINVAL when it is not
+// one such line (with a pid, a start time and a namespace).  What
+// read_serving() applies to the file.
+int parse_line(const char *text, serving *out);
+
 // Written by the daemon at start, through a file renamed into place (the
 // directory made 0755, less the umask, if missing); the file is 0644
 // whatever the umask.  The directory is checked as readers check it, with

@@ -145,14 +145,6 @@ public:
 
 	// The file as sockbufd writes it, or @text.
 	void announce() { write(line(pid_, start(), presence::netns_of("/proc/self"))); }
-	// The /dev/shm this process publishes in, as the daemon writes it.
-	static std::string shm_field(bool other = false)
-	{
-		struct stat st = {};
-		stat("/dev/shm", &st);
-		return std::to_string(st.st_dev) + " " +
-		       std::to_string(st.st_ino + (other ? 1 : 0));
-	}
 	// A new file each time: one case's owner or mode never carries over.
 	void write(const std::string &text) const
 	{
@@ -163,10 +155,15 @@ public:
 		fclose(f);
 		chmod(file().c_str(), 0644);
 	}
+	// The daemon's line (presence::line_of()) naming @pid, @start and
+	// namespace @ns, and the /dev/shm this process publishes in (another
+	// with @other_shm).
 	static std::string line(pid_t pid, uint64_t start, uint64_t ns, bool other_shm = false)
 	{
-		return std::to_string(pid) + " " + std::to_string(start) + " " +
-		       std::to_string(ns) + " " + shm_field(other_shm) + "\n";
+		struct stat st = {};
+		stat("/dev/shm", &st);
+		return presence::line_of({pid, start, ns, uint64_t(st.st_dev),
+					  uint64_t(st.st_ino) + (other_shm ? 1 : 0)});
 	}
 	// The stand-in stops (SIGSTOP) or goes on (SIGCONT).
 	void signal(int sig) const { kill(pid_, sig); }

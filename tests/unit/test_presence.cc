@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -40,15 +41,35 @@ namespace sys = sockbuf::sys;
 			GTEST_SKIP() << "the presence file must be root's: run as root";           \
 	} while (0)
 
-// A line naming this process as the daemon, in the daemon's format.
-std::string line_of_self()
+// This process as a daemon's presence file would name it.
+presence::serving self_serving()
 {
 	struct stat shm = {};
 	stat(sockbuf::registry::default_dir, &shm);
-	return std::to_string(getpid()) + " " +
-	       std::to_string(sockbuf::registry::process_start_time(getpid())) + " " +
-	       std::to_string(presence::netns_of("/proc/self")) + " " + std::to_string(shm.st_dev) +
-	       " " + std::to_string(shm.st_ino) + "\n";
+	return {getpid(), sockbuf::registry::process_start_time(getpid()),
+		presence::netns_of("/proc/self"), uint64_t(shm.st_dev), uint64_t(shm.st_ino)};
+}
+
+// A line naming this process as the daemon, in the daemon's format.
+std::string line_of_self()
+{
+	return presence::line_of(self_serving());
+}
+
+// @text is the daemon's line for this process: five decimal numbers
+// (no sign, no leading zero), one space between them, one newline after,
+// and each the field this process has, as the reader's parser reads it.
+void expect_line_of_self(const std::string &text)
+{
+	static const std::regex shape("((0|[1-9][0-9]*) ){4}(0|[1-9][0-9]*)\n");
+	EXPECT_TRUE(std::regex_match(text, shape)) << text;
+	presence::serving got, want = self_serving();
+	ASSERT_EQ(presence::parse_line(text.c_str(), &got), 0) << text;
+	EXPECT_EQ(got.pid, want.pid);
+	EXPECT_EQ(got.start, want.start);
+	EXPECT_EQ(got.netns, want.netns);
+	EXPECT_EQ(got.shm_dev, want.shm_dev);
+	EXPECT_EQ(got.shm_ino, want.shm_ino);
 }
 
 // @text as the file at @path, mode @mode (the umask does not apply).
@@ -306,7 +327,7 @@ TEST_F(Presence, AnnounceAndWithdraw)
 	EXPECT_EQ(st.st_mode & 07777, 0644u);
 	EXPECT_EQ(st.st_uid, 0u);
 	EXPECT_FALSE(exists(f + ".tmp"));
-	EXPECT_EQ(slurp(f), line_of_self());
+	expect_line_of_self(slurp(f));
 	presence::serving s;
 	ASSERT_EQ(read(&s), 0);
 	EXPECT_EQ(s.pid, getpid());
@@ -366,7 +387,7 @@ TEST_F(Presence, AnnounceWritesInTheDirectoryChecked)
 	EXPECT_FALSE(exists(evil + "/serving.tmp"));
 	EXPECT_FALSE(exists(evil + "/serving"));
 	const std::string checked = top_ + "/p.checked/run/serving";
-	EXPECT_EQ(slurp(checked), line_of_self());
+	expect_line_of_self(slurp(checked));
 	EXPECT_FALSE(exists(checked + ".tmp"));
 }
 

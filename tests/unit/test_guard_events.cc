@@ -85,14 +85,6 @@ struct cut_pair {
 	}
 };
 
-// Most tests' rig: an events guard whose safety net never runs during a
-// test, and a guarded connected pair to cut.
-struct events_rig {
-	guard_id g{SOCKBUF_GUARD_EVENTS};
-	cut_pair c{g.id};
-	bool ok = c.ok && sockbuf_guard_set_net_interval(g.id, long_net_us) == 0;
-};
-
 // Data from the client, read by the server: the ACKs that come back run
 // tcp_check_space() on the client.  Bounded: 64 KiB.
 void traffic(const tcp_pair &p)
@@ -108,6 +100,35 @@ void traffic(const tcp_pair &p)
 		}
 	}
 }
+
+// Most tests' rig: an events guard whose safety net never runs during a
+// test, and a guarded connected pair to cut.
+struct events_rig {
+	guard_id g{SOCKBUF_GUARD_EVENTS};
+	cut_pair c{g.id};
+	bool ok = c.ok && sockbuf_guard_set_net_interval(g.id, long_net_us) == 0;
+	// The client cut below its floor, then traffic whose ACKs run
+	// tcp_check_space() on it: a record, unless its mark is still set.
+	void cut() const
+	{
+		ASSERT_NO_FATAL_FAILURE(push_below(c.p.client));
+		ASSERT_NO_FATAL_FAILURE(traffic(c.p));
+	}
+};
+
+// The rig in the caller's loop: the guard's timerfd (polling interval
+// 10 ms), opened before anything is cut, and the report of its pass.
+struct timerfd_rig : events_rig {
+	int efd = ok ? sockbuf_guard_timerfd(g.id, 10'000) : -1;
+	struct sockbuf_guard_report rep = {};
+	// poll() of the timerfd for up to @ms: 1 when readable, 0 when not.
+	int poll(int ms) const
+	{
+		struct pollfd p = {efd, POLLIN, 0};
+		return ::poll(&p, 1, ms);
+	}
+	int pass() { return sockbuf_guard_pass(g.id, &rep); }
+};
 
 struct events_totals {
 	struct sockbuf_guard_event_totals ev = {};
@@ -178,8 +199,7 @@ TEST(GuardEvents, ThreadRestoresTheSocketARecordNames)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	ASSERT_EQ(events_totals(r.g.id).t.passes, 1u);
 	const auto before_cut = std::chrono::steady_clock::now();
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_NO_FATAL_FAILURE(r.cut());
 	while (sndbuf(r.c.p.client) < floor_size && std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	const auto restored = std::chrono::steady_clock::now();
@@ -220,8 +240,7 @@ TEST(GuardEvents, TimerfdIsReadableOnARecordAndPassLooksAtItAlone)
 	ASSERT_GE(efd, 0);
 	struct pollfd pfd = {efd, POLLIN, 0};
 	EXPECT_EQ(::poll(&pfd, 1, 0), 0); // nothing cut, the timer 60 s away
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_NO_FATAL_FAILURE(r.cut());
 	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
 	struct sockbuf_guard_report rep;
 	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
@@ -246,17 +265,14 @@ TEST(GuardEvents, TimerfdIsReadableOnARecordAndPassLooksAtItAlone)
 TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
-	events_rig r;
+	timerfd_rig r;
 	ASSERT_TRUE(r.ok);
-	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
-	ASSERT_GE(efd, 0);
+	ASSERT_GE(r.efd, 0);
 	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
 	for (int k = 0; k < 4; k++)
 		ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	struct pollfd pfd = {efd, POLLIN, 0};
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1);
-	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
+	ASSERT_EQ(r.poll(5000), 1);
+	ASSERT_EQ(r.pass(), 0);
 	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 1u);
 	EXPECT_EQ(e.ev.rounds, 1u);
@@ -268,25 +284,21 @@ TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
 TEST(GuardEvents, SocketClosedWhileItsRecordIsInFlightIsDropped)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
-	events_rig r;
+	timerfd_rig r;
 	ASSERT_TRUE(r.ok);
-	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
-	ASSERT_GE(efd, 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	struct pollfd pfd = {efd, POLLIN, 0};
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
+	ASSERT_GE(r.efd, 0);
+	ASSERT_NO_FATAL_FAILURE(r.cut());
+	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
 	// The record waits; the socket it names goes, another takes its number.
 	const int number = r.c.p.client;
 	fd newer(tcp());
 	ASSERT_NO_FATAL_FAILURE(push_below(newer));
 	const int before = sndbuf(newer);
 	ASSERT_EQ(::dup2(newer, number), number);
-	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-	EXPECT_EQ(rep.restored, 0);
-	EXPECT_EQ(rep.removed, 1);
-	EXPECT_EQ(rep.reused, 1);
+	ASSERT_EQ(r.pass(), 0);
+	EXPECT_EQ(r.rep.restored, 0);
+	EXPECT_EQ(r.rep.removed, 1);
+	EXPECT_EQ(r.rep.reused, 1);
 	EXPECT_EQ(sndbuf(number), before); // never written through
 	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 1u);
@@ -333,19 +345,15 @@ TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
 TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
-	events_rig r;
+	timerfd_rig r;
 	ASSERT_TRUE(r.ok);
-	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
-	ASSERT_GE(efd, 0);
-	struct pollfd pfd = {efd, POLLIN, 0};
-	struct sockbuf_guard_report rep;
+	ASSERT_GE(r.efd, 0);
 
 	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-	EXPECT_EQ(rep.restored, 1);
+	ASSERT_NO_FATAL_FAILURE(r.cut());
+	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
+	ASSERT_EQ(r.pass(), 0);
+	EXPECT_EQ(r.rep.restored, 1);
 	{
 		events_totals e(r.g.id);
 		EXPECT_EQ(e.ev.records, 1u);
@@ -355,20 +363,17 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 	// Cut again while the mark is still set: no record can come.  The
 	// next round (the timer has not fired, nothing else named) looks at
 	// the socket anyway and clears its mark.
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-	EXPECT_EQ(rep.sockets, 1) << "the socket with a stuck mark was not looked at";
-	EXPECT_EQ(rep.restored, 1);
+	ASSERT_NO_FATAL_FAILURE(r.cut());
+	ASSERT_EQ(r.pass(), 0);
+	EXPECT_EQ(r.rep.sockets, 1) << "the socket with a stuck mark was not looked at";
+	EXPECT_EQ(r.rep.restored, 1);
 	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
 
 	// Cleared now: a third cut posts a record of its own.
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1)
-	    << "the socket posts no record after its mark was cleared";
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-	EXPECT_EQ(rep.restored, 1);
+	ASSERT_NO_FATAL_FAILURE(r.cut());
+	ASSERT_EQ(r.poll(5000), 1) << "the socket posts no record after its mark was cleared";
+	ASSERT_EQ(r.pass(), 0);
+	EXPECT_EQ(r.rep.restored, 1);
 	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 2u);
 	EXPECT_EQ(e.ev.clear_failed, 2u);
@@ -382,26 +387,21 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 TEST(GuardEvents, StuckMarkWakesTheTimerfdLoopAtThePollingInterval)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
-	events_rig r;
+	timerfd_rig r;
 	ASSERT_TRUE(r.ok);
-	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
-	ASSERT_GE(efd, 0);
-	struct pollfd pfd = {efd, POLLIN, 0};
-	struct sockbuf_guard_report rep;
+	ASSERT_GE(r.efd, 0);
 	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no record within 5 s";
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
+	ASSERT_NO_FATAL_FAILURE(r.cut());
+	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
+	ASSERT_EQ(r.pass(), 0);
 	ASSERT_EQ(events_totals(r.g.id).ev.clear_failed, 2u) << "the mark did not stick";
 	// Cut again: no record can come, yet the loop is woken.
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_NO_FATAL_FAILURE(r.cut());
 	const auto t0 = std::chrono::steady_clock::now();
-	ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "not woken while a mark is stuck";
+	ASSERT_EQ(r.poll(5000), 1) << "not woken while a mark is stuck";
 	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-	ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-	EXPECT_EQ(rep.restored, 1);
+	ASSERT_EQ(r.pass(), 0);
+	EXPECT_EQ(r.rep.restored, 1);
 	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
 }
 
@@ -424,8 +424,7 @@ TEST(GuardEvents, StuckMarkIsLookedAtByTheThreadAtThePollingInterval)
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 		return sndbuf(r.c.p.client) >= floor_size;
 	};
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_NO_FATAL_FAILURE(r.cut());
 	ASSERT_TRUE(restored_within(std::chrono::seconds(5))) << "the record was not acted on";
 	// The round's clears failed: the mark stuck.
 	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -433,8 +432,7 @@ TEST(GuardEvents, StuckMarkIsLookedAtByTheThreadAtThePollingInterval)
 	       std::chrono::steady_clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	ASSERT_GE(events_totals(r.g.id).ev.clear_failed, 2u);
-	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-	ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
+	ASSERT_NO_FATAL_FAILURE(r.cut());
 	EXPECT_TRUE(restored_within(std::chrono::seconds(2)))
 	    << "a cut of a socket with a stuck mark waited for the safety net";
 	ASSERT_EQ(sockbuf_guard_stop(r.g.id), 0);
@@ -444,19 +442,15 @@ TEST(GuardEvents, StuckMarkIsLookedAtByTheThreadAtThePollingInterval)
 TEST(GuardEvents, FailedClearIsRetriedAtOnce)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
-	events_rig r;
+	timerfd_rig r;
 	ASSERT_TRUE(r.ok);
-	const int efd = sockbuf_guard_timerfd(r.g.id, 10'000);
-	ASSERT_GE(efd, 0);
-	struct pollfd pfd = {efd, POLLIN, 0};
-	struct sockbuf_guard_report rep;
+	ASSERT_GE(r.efd, 0);
 	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 1), 0);
 	for (int cut = 0; cut < 2; cut++) {
-		ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
-		ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
-		ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "cut " << cut << ": no record within 5 s";
-		ASSERT_EQ(sockbuf_guard_pass(r.g.id, &rep), 0);
-		EXPECT_EQ(rep.restored, 1);
+		ASSERT_NO_FATAL_FAILURE(r.cut());
+		ASSERT_EQ(r.poll(5000), 1) << "cut " << cut << ": no record within 5 s";
+		ASSERT_EQ(r.pass(), 0);
+		EXPECT_EQ(r.rep.restored, 1);
 	}
 	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 2u);

@@ -112,15 +112,25 @@ def check_preload(sockbuf, prog, tmp):
     return ok
 
 
-def check_seccomp(sockbuf, prog, tmp):
-    seq, prog_pid = run_way(sockbuf, "seccomp", prog, tmp)
+def supervisor_of(seq):
+    """The thread of the trace @seq that received the first seccomp
+    notification, or None (said when the trace has none; a trace that
+    failed has said so already)."""
     if seq is None:
-        return False
+        return None
     sup = [c[0] for c in seq if c[1] == "ioctl" and "SECCOMP_IOCTL_NOTIF_RECV" in c[2]]
     if not sup:
         print("FAIL: no notification received")
+        return None
+    return sup[0]
+
+
+def check_seccomp(sockbuf, prog, tmp):
+    seq, prog_pid = run_way(sockbuf, "seccomp", prog, tmp)
+    sup = supervisor_of(seq)
+    if sup is None:
         return False
-    window = between(seq, sup[0], 3, 4)
+    window = between(seq, sup, 3, 4)
     # From the notification to the answer.
     names = [c[2] for c in window]
     try:
@@ -183,15 +193,12 @@ def check_listen(sockbuf, tmp):
         return True
     seq = traced([sockbuf, "run", "-q", "--via", "seccomp", "--policy", "initial", "--",
                   python, "-c", LISTENER_PROG], os.path.join(tmp, "listen.trace"))
-    if seq is None:
-        return False
-    sup = [c[0] for c in seq if c[1] == "ioctl" and "SECCOMP_IOCTL_NOTIF_RECV" in c[2]]
-    if not sup:
-        print("FAIL: no notification received")
+    sup = supervisor_of(seq)
+    if sup is None:
         return False
     ok = True
-    plain = supervisor_work(seq, sup[0], 1, 2)
-    sized = supervisor_work(seq, sup[0], 2, 3)
+    plain = supervisor_work(seq, sup, 1, 2)
+    sized = supervisor_work(seq, sup, 2, 3)
     print("listen, no floor: %s" % plain)
     print("listen, with a floor: %d calls: %s" % (len(sized or []), sized))
     if plain != LISTEN_PLAIN:

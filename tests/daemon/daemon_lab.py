@@ -124,15 +124,23 @@ def until(pred, seconds):
 
 
 def metric(path, name, **labels):
-    """The sum of @name's samples whose labels include @labels, or None."""
+    """The sum of @name's samples in the metrics file @path whose labels
+    include @labels, or None."""
     try:
         with open(path) as f:
             text = f.read()
     except OSError:
         return None
+    return metric_in(text, name, **labels)
+
+
+def metric_in(text, name, prefix="", **labels):
+    """The same for metrics as text, each line after @prefix (a guest's
+    console marks them "@@ ")."""
     total = None
     for line in text.splitlines():
-        m = re.match(r"^%s(\{([^}]*)\})? (\S+)$" % re.escape(name), line)
+        m = re.match(r"^%s%s(\{([^}]*)\})? (\S+)$" % (re.escape(prefix), re.escape(name)),
+                     line.strip() if prefix else line)
         if not m:
             continue
         have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))

@@ -26,7 +26,6 @@ timeout).  usage: events_guest.py --bin-dir BUILD/bin [--kernel 6.12]
 """
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,20 +35,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(TOP, "tests", "shim"))
 import real_programs as rp  # noqa: E402
+import daemon_lab  # noqa: E402
 
 BOUND_S = 0.05
 
 
 def metric(text, name, **labels):
-    total = None
-    for line in text.splitlines():
-        m = re.match(r"^@@ %s(\{([^}]*)\})? (\S+)$" % re.escape(name), line.strip())
-        if not m:
-            continue
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total = (total or 0) + float(m.group(3))
-    return total
+    """A metric of the guest's console, its lines marked "@@ "."""
+    return daemon_lab.metric_in(text, name, prefix="@@ ", **labels)
 
 
 def main():

@@ -47,6 +47,24 @@ inline void push_below(int s)
 
 inline constexpr int auto_source = -1;
 
+// A size source as a parameterised test's name says it ("auto" for
+// auto_source).
+inline std::string source_name(const ::testing::TestParamInfo<int> &i)
+{
+	switch (i.param) {
+	case SOCKBUF_GUARD_SRC_GETSOCKOPT:
+		return "getsockopt";
+	case SOCKBUF_GUARD_SRC_DIAG:
+		return "inet_diag";
+	case SOCKBUF_GUARD_SRC_URING:
+		return "io_uring";
+	case SOCKBUF_GUARD_SRC_BPF:
+		return "bpf";
+	default:
+		return "auto";
+	}
+}
+
 // Every guard made while it lives uses one size source (seam); -1: the
 // guard's own choice.
 struct forced_source {

@@ -263,20 +263,7 @@ INSTANTIATE_TEST_SUITE_P(Sources, Guard,
 			 ::testing::Values(auto_source, SOCKBUF_GUARD_SRC_GETSOCKOPT,
 					   SOCKBUF_GUARD_SRC_DIAG, SOCKBUF_GUARD_SRC_URING,
 					   SOCKBUF_GUARD_SRC_BPF),
-			 [](const ::testing::TestParamInfo<int> &i) -> std::string {
-				 switch (i.param) {
-				 case SOCKBUF_GUARD_SRC_GETSOCKOPT:
-					 return "getsockopt";
-				 case SOCKBUF_GUARD_SRC_DIAG:
-					 return "inet_diag";
-				 case SOCKBUF_GUARD_SRC_URING:
-					 return "io_uring";
-				 case SOCKBUF_GUARD_SRC_BPF:
-					 return "bpf";
-				 default:
-					 return "auto";
-				 }
-			 });
+			 source_name);
 
 // io_uring refused (io_uring_disabled, seccomp): a guard forced onto it
 // reads every socket with getsockopt instead, restores the same, and says

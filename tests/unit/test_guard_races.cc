@@ -273,18 +273,7 @@ TEST(GuardRestore, AtTheDescriptorLimitTheSpareSlotPinsTheSocket)
 INSTANTIATE_TEST_SUITE_P(Sources, GuardRace,
 			 ::testing::Values(SOCKBUF_GUARD_SRC_GETSOCKOPT, SOCKBUF_GUARD_SRC_DIAG,
 					   SOCKBUF_GUARD_SRC_URING, SOCKBUF_GUARD_SRC_BPF),
-			 [](const ::testing::TestParamInfo<int> &i) -> std::string {
-				 switch (i.param) {
-				 case SOCKBUF_GUARD_SRC_GETSOCKOPT:
-					 return "getsockopt";
-				 case SOCKBUF_GUARD_SRC_DIAG:
-					 return "inet_diag";
-				 case SOCKBUF_GUARD_SRC_URING:
-					 return "io_uring";
-				 default:
-					 return "bpf";
-				 }
-			 });
+			 source_name);
 
 // close(), a new socket on the same number, add() of it, remove() of the
 // number: the socket the number names now leaves, not the stale entry of

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cap-ng.h>
+
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -46,6 +48,30 @@ inline void push_below(int s)
 }
 
 inline constexpr int auto_source = -1;
+
+// For a child process that tests a guard without privileges: drops every
+// capability, then makes a guard of @flags guarding one TCP socket at
+// floor_size (send).  status: 0, or what the child exits with (3: the
+// capabilities could not be dropped, 4: the set-up failed).  The child
+// ends with _exit(), which leaves the guard and the socket as they are.
+struct uncapable_guard {
+	int status = 0, g = -1, s = -1;
+	explicit uncapable_guard(unsigned int flags)
+	{
+		capng_clear(CAPNG_SELECT_BOTH);
+		if (capng_apply(CAPNG_SELECT_CAPS) != 0) {
+			status = 3;
+			return;
+		}
+		g = sockbuf_guard_new(flags);
+		s = tcp();
+		const struct sockbuf_floor fl = {floor_size, 0};
+		if (g < 0 || s < 0 ||
+		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
+		    sockbuf_guard_add(g, s, &fl) != 0)
+			status = 4;
+	}
+};
 
 // A size source as a parameterised test's name says it ("auto" for
 // auto_source).

@@ -19,7 +19,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cap-ng.h>
 
 #include <dirent.h>
 #include <poll.h>
@@ -717,25 +716,18 @@ TEST(GuardBpf, RefusedLoadFallsBackAndSaysWhy)
 	pid_t pid = ::fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		capng_clear(CAPNG_SELECT_BOTH);
-		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
-			_exit(3);
-		guard_id g(SOCKBUF_GUARD_BPF);
-		int s = tcp();
-		struct sockbuf_floor fl = {floor_size, 0};
-		if (g.id < 0 || s < 0 ||
-		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
-		    sockbuf_guard_add(g.id, s, &fl) != 0)
-			_exit(4);
+		const uncapable_guard u(SOCKBUF_GUARD_BPF);
+		if (u.status != 0)
+			_exit(u.status);
 		int small = 8192;
-		::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		::setsockopt(u.s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 		struct sockbuf_guard_report rep;
 		struct sockbuf_guard_totals t;
-		if (sockbuf_guard_pass(g.id, &rep) != 0 || sockbuf_guard_stats(g.id, &t) != 0)
+		if (sockbuf_guard_pass(u.g, &rep) != 0 || sockbuf_guard_stats(u.g, &t) != 0)
 			_exit(5);
 		if (rep.diag == SOCKBUF_GUARD_SRC_BPF || t.bpf_err == 0)
 			_exit(6); // loaded without the capabilities
-		if (rep.restored != 1 || sndbuf(s) < floor_size)
+		if (rep.restored != 1 || sndbuf(u.s) < floor_size)
 			_exit(7);
 		_exit(0);
 	}

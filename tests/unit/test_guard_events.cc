@@ -20,7 +20,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cap-ng.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -466,31 +465,24 @@ TEST(GuardEvents, RefusedLoadFallsBackToPollingAndSaysWhy)
 	pid_t pid = ::fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		capng_clear(CAPNG_SELECT_BOTH);
-		if (capng_apply(CAPNG_SELECT_CAPS) != 0)
-			_exit(3);
-		guard_id g(SOCKBUF_GUARD_EVENTS);
-		int s = tcp();
-		struct sockbuf_floor fl = {floor_size, 0};
-		if (g.id < 0 || s < 0 ||
-		    sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0 ||
-		    sockbuf_guard_add(g.id, s, &fl) != 0)
-			_exit(4);
+		const uncapable_guard u(SOCKBUF_GUARD_EVENTS);
+		if (u.status != 0)
+			_exit(u.status);
 		struct sockbuf_guard_event_totals ev;
-		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || ev.err != -EPERM ||
+		if (sockbuf_guard_event_stats(u.g, &ev) != 0 || ev.err != -EPERM ||
 		    ev.attached != 0)
 			_exit(5);
 		int small = 8192;
-		::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		::setsockopt(u.s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 		struct sockbuf_guard_report rep;
-		if (sockbuf_guard_pass(g.id, &rep) != 0 || rep.restored != 1 ||
-		    sndbuf(s) < floor_size)
+		if (sockbuf_guard_pass(u.g, &rep) != 0 || rep.restored != 1 ||
+		    sndbuf(u.s) < floor_size)
 			_exit(6);
-		const int tfd = sockbuf_guard_timerfd(g.id, 10'000);
+		const int tfd = sockbuf_guard_timerfd(u.g, 10'000);
 		struct sockbuf_guard_totals t;
-		if (tfd < 0 || sockbuf_guard_stats(g.id, &t) != 0 || t.interval_us != 10'000)
+		if (tfd < 0 || sockbuf_guard_stats(u.g, &t) != 0 || t.interval_us != 10'000)
 			_exit(7); // polling at the interval given, not the net's
-		if (sockbuf_guard_event_stats(g.id, &ev) != 0 || ev.restored_passes != 1)
+		if (sockbuf_guard_event_stats(u.g, &ev) != 0 || ev.restored_passes != 1)
 			_exit(8);
 		_exit(0);
 	}

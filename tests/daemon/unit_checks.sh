@@ -19,7 +19,7 @@ grep -qx 'CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_NET_ADMIN
 	{ echo "FAIL: capability bounding set changed"; fail=1; }
 grep -q '^ExecStart=/.*/sockbufd ' "$unit" || { echo "FAIL: ExecStart has no absolute path"; fail=1; }
 grep -qx 'Nice=-10' "$unit" || { echo "FAIL: not ahead of the workloads (Nice=-10)"; fail=1; }
-for want in 'PrivateDevices=yes' 'WatchdogSec=10s' 'MemoryMax=256M' 'TasksMax=32'; do
+for want in 'PrivateDevices=yes' 'RuntimeDirectoryPreserve=restart' 'WatchdogSec=10s' 'MemoryMax=256M' 'TasksMax=32'; do
 	grep -qx "$want" "$unit" || { echo "FAIL: no $want"; fail=1; }
 done
 ! grep -q 'hide /dev/shm' "$unit" || { echo "FAIL: the comment that PrivateDevices hides /dev/shm"; fail=1; }

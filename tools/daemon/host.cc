@@ -5,6 +5,7 @@
 #include "floor_read.h"
 #include "force_rights.h"
 #include "read_file.h"
+#include "test_fault.h"
 
 #include <fmt/core.h>
 
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -461,6 +463,11 @@ int host::vet(owned_fd &table, owned_fd &peer, pid_t holder, int holder_fd, int 
 		other.fd = int(syscall(SYS_pidfd_open, target, 0));
 		if (other.fd < 0)
 			return -ESRCH;
+		// The test seam: stopped between the open of the pidfd and
+		// the checks of the process it names, so that a test can give
+		// the number to another process there.
+		if (cli::test_fault("stop_at_vet"))
+			raise(SIGSTOP);
 	}
 	// The start time read after the pidfd is open: the header must name
 	// the process the pidfd does.
@@ -580,11 +587,18 @@ bool host::due(pid_t pid, watched &w, uint64_t now_ms)
 void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 {
 	const std::string proc = "/proc/" + std::to_string(pid);
+	// The test seam: stopped before a process's first read, so that a
+	// test can end it and give its number to another process there.
+	if (!w.read && cli::test_fault("stop_before_read"))
+		raise(SIGSTOP);
 	w.read = true;
 	w.last_read_ms = now_ms;
 	// Its table still held where it was (an exec closed it: a new image
-	// registers its own).
-	if (!holds_table(w)) {
+	// registers its own), checked by number while the pidfd shows the
+	// process alive: the number was the process's.  Its sockets are
+	// found by number too, and taken through that pidfd alone.
+	struct pollfd alive = {w.pidfd, POLLIN, 0};
+	if (!holds_table(w) || poll(&alive, 1, 0) != 0) {
 		forget(pid);
 		return;
 	}
@@ -619,7 +633,7 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 	for (const registry::entry &e : t.entries)
 		if (e.inode <= UINT32_MAX && (e.snd > 0 || e.rcv > 0))
 			floors[uint32_t(e.inode)] = {e.snd, e.rcv};
-	guard_.sync_published(pid, floors);
+	guard_.sync_published(pid, floors, w.pidfd);
 	set_changed_ = true;
 }
 

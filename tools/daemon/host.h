@@ -12,7 +12,9 @@
 // the peer of the connection (SO_PEERCRED; its pidfd from SO_PEERPIDFD,
 // or pidfd_open() of its pid before 6.5) must hold the table it sends at
 // the descriptor number it names (/proc/PID/fd/N is the same file),
-// checked while its pidfd shows it alive.  Its own table (a sealed memfd)
+// checked while its pidfd shows it alive; every later read of the table
+// is checked so too, and its sockets are taken through that pidfd alone,
+// never by the number.  Its own table (a sealed memfd)
 // serves the peer; a table it publishes for another process (the
 // supervisor's, `sockbuf fix --guard`'s) serves that process only when
 // the peer could take its sockets itself (the ptrace rule: same user,

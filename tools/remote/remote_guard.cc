@@ -185,13 +185,14 @@ void guard::end()
 	procs_.clear();
 }
 
-guard::process *guard::proc(pid_t pid)
+guard::process *guard::proc(pid_t pid, int pidfd)
 {
 	auto it = procs_.find(pid);
 	if (it != procs_.end())
 		return it->second.get();
 	auto p = std::make_unique<process>();
-	p->pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+	p->pidfd =
+	    pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : int(syscall(SYS_pidfd_open, pid, 0));
 	if (p->pidfd < 0)
 		return nullptr;
 	p->pid = pid;
@@ -525,7 +526,8 @@ void guard::pass(const restore_fn &restored)
 		noted_.erase(c);
 }
 
-int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors)
+int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors,
+			  int pidfd)
 {
 	// Forget what is no longer published (backwards: a drop moves the
 	// last entry into the place of one already looked at).
@@ -546,7 +548,7 @@ int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_flo
 			where.emplace(ino, std::pair<pid_t, int>{0, -1});
 	if (where.empty())
 		return 0;
-	process *pr = proc(pid);
+	process *pr = proc(pid, pidfd);
 	if (!pr)
 		return -errno;
 	find_inodes(pid, &where);

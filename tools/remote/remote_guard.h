@@ -137,7 +137,11 @@ public:
 	// is forgotten.  Returns how many published inodes were not found in
 	// @pid's table (still being installed, or held elsewhere: looked for
 	// again at the next call), or -errno when @pid cannot be reached.
-	int sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors);
+	// @pidfd: the process as its caller knows it (a copy is kept: every
+	// take goes through it, whoever holds the number later); -1: opened
+	// here from the number.
+	int sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_floor> &floors,
+			   int pidfd = -1);
 
 	// Whether a restore for process @pid may use SO_*BUFFORCE (the
 	// process's rights: force_rights.h).  Asked at every restore that
@@ -201,7 +205,7 @@ private:
 	};
 	enum verdict { keep, gone, reused };
 
-	process *proc(pid_t pid);
+	process *proc(pid_t pid, int pidfd = -1);
 	// pidfd_getfd() of fd @fd of @p, or -1 with errno (EAGAIN: refused
 	// while the user's closes back up, counted in totals.closing).
 	int take(const process &p, int fd);

@@ -32,17 +32,22 @@
             second sockbufd on the same run directory: exit 1 naming the
             first's pid, the first's presence file unchanged.
 
-  lock      a daemon killed between a restore's size write (which locks
-            the direction) and its lock clear (the seam die_mid_restore
-            writes the size and kills itself) leaves the socket locked;
-            the next daemon on the same run directory puts its lock bits
-            back to what they were before the restore (0) within 2 s.
+  lock      a daemon killed at each point of a restore (seams: after its
+            record, before any write; between the size's write, which
+            locks the direction, and the lock's clear; after the restore,
+            before the record's clear): the next daemon on the same run
+            directory leaves the socket's lock bits as they were before
+            the restore (0) within 2 s.  A send lock the program set
+            itself after the kill is kept (bits 1).  A socket whose
+            process exited (a copy lives on) is put back at the first
+            look at it, when a process of nobody holding it registers.
 
 Every wait is bounded.  usage: loop_checks.py --sockbuf PATH --sockbufd PATH
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -308,18 +313,48 @@ def startup(ns, args, tmp):
              f"--metrics-file /nonexistent/dir/m.prom: exit {rc}, {err.strip()!r}")
 
 
-def lock_left(ns, args, tmp):
+# As nobody: an own table (a sealed memfd) naming the socket it holds at
+# descriptor argv[1] with receive floor argv[2], registered over argv[3];
+# prints the answer, then waits for a line.
+REGISTER_HELD = r"""
+import fcntl, os, socket, struct, sys
+held, floor, reg = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ino = os.fstat(held).st_ino
+H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
+with open("/proc/self/stat") as f:
+    start = int(f.read().rsplit(")", 1)[1].split()[19])
+fd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+os.ftruncate(fd, H.size + 8192 * S.size)
+home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
+os.pwrite(fd, S.pack(2, 1, ino, 2, 0, floor, 0), H.size + home * S.size)
+os.pwrite(fd, H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, os.getpid(), 0, start, 0, 0, 1), 0)
+fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS: F_SEAL_SHRINK | F_SEAL_GROW
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.settimeout(5)
+c.connect(reg)
+socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, fd, 0, 0)], [fd])
+print("answer", struct.unpack("=i", c.recv(4))[0], flush=True)
+sys.stdin.readline()
+"""
+
+
+def lock_case(ns, args, tmp, n, fault, after_kill, then):
+    """The canary's cut restored by a daemon killed at @fault (the seam);
+    after_kill(pid, fd, s) (s: a copy of the canary's socket) -> what the
+    lock bits must be once the next daemon looked; then(...) checks the
+    next daemon (a Daemon) with that want."""
+    port = SINK_PORT + n
     sink = subprocess.Popen(["ip", "netns", "exec", ns.cli, *AS_NOBODY, SERVER_PYTHON, PEER,
-                             "sink", str(SINK_PORT + 1)], stdout=subprocess.PIPE, text=True)
-    canary = first = second = None
+                             "sink", str(port)], stdout=subprocess.PIPE, text=True)
+    canary = first = second = s = None
     try:
-        rp.check(sink.stdout.readline().strip() == "listening", "lock: sink listening")
-        canary = shimmed(ns.srv, args.sockbuf, AS_NOBODY, "canary", rp.CLI_ADDR,
-                         str(SINK_PORT + 1))
+        rp.check(sink.stdout.readline().strip() == "listening", f"{fault}: sink listening")
+        canary = shimmed(ns.srv, args.sockbuf, AS_NOBODY, "canary", rp.CLI_ADDR, str(port))
         ready = canary.stdout.readline().split()
         pid, fd = int(ready[2].split("=")[1]), int(ready[3].split("=")[1])
-        env = dict(os.environ, SOCKBUF_RUN_FAULT="die_mid_restore")
-        first = Daemon(ns.srv, args.sockbufd, tmp, 3, env=env, prom="lock1.prom")
+        s = rp.dup_of(pid, fd)
+        env = dict(os.environ, SOCKBUF_RUN_FAULT=fault)
+        first = Daemon(ns.srv, args.sockbufd, tmp, 10 + 2 * n, env=env, prom=f"lock{n}a.prom")
         until(lambda: (daemon_lab.metric(first.metrics, "sockbuf_guarded_sockets") or 0) >= 1
               or first.proc.poll() is not None, 5)
         canary.stdin.write("cut\n")
@@ -329,21 +364,93 @@ def lock_left(ns, args, tmp):
             rc = first.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             rc = None
-        left = rp.lock_bits(pid, fd)
-        rp.check(rc == -signal.SIGKILL and left and left[0] != 0,
-                 f"lock: daemon killed mid-restore (exit {rc}), socket left locked {left}")
-        second = Daemon(ns.srv, args.sockbufd, tmp, 4, prom="lock2.prom")
-        back = until(lambda: (rp.lock_bits(pid, fd) or (1, 0))[0] == 0, 2)
-        rp.check(back, f"lock: the next daemon put the lock bits back: {rp.lock_bits(pid, fd)}"
-                       f" (want 0 within 2 s)")
+        left = s.getsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK)
+        rp.check(rc == -signal.SIGKILL, f"{fault}: the daemon killed itself mid-restore "
+                                        f"(exit {rc}), lock bits left {left}")
+        want = after_kill(pid, fd, s, left, canary)
+        second = Daemon(ns.srv, args.sockbufd, tmp, 11 + 2 * n, prom=f"lock{n}b.prom")
+        then(second, s, want, pid, fd)
     finally:
         for d in (first, second):
             if d:
                 d.end(signal.SIGTERM)
+        if s:
+            s.close()
         for p in (canary, sink):
-            if p:
+            if p and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def lock_is(fault, want, within=2):
+    def then(daemon, s, want_bits, pid, fd):
+        # Its metrics file is first written after its start's look at the
+        # journal.
+        up = until(lambda: (daemon.metric("sockbuf_passes_total") or 0) >= 1, 5)
+        rp.check(up, f"{fault}: the next daemon started")
+        got = until(lambda: s.getsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK) == want_bits,
+                    within)
+        rp.check(got, f"{fault}: the next daemon left the lock bits at "
+                      f"{s.getsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK)} (want {want_bits} "
+                      f"within {within} s); it said: "
+                      f"{[x for x in daemon.text().splitlines() if 'restore' in x]}")
+    return then
+
+
+def lock_left(ns, args, tmp):
+    # Killed after the record, before any write: nothing to put back.
+    lock_case(ns, args, tmp, 1, "die_before_write",
+              lambda pid, fd, s, left, c: left, lock_is("die_before_write", 0))
+    # Between the size's write (it locks the receive direction) and the
+    # lock's clear: the next daemon clears that bit.
+    lock_case(ns, args, tmp, 2, "die_mid_restore",
+              lambda pid, fd, s, left, c: 0, lock_is("die_mid_restore", 0))
+
+    # The same, and the program sets its send buffer itself before the
+    # next daemon starts (SO_SNDBUF locks that direction): its lock is
+    # the program's, and is kept.
+    def own_send_lock(pid, fd, s, left, c):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+        return 1
+    lock_case(ns, args, tmp, 3, "die_mid_restore", own_send_lock,
+              lock_is("die_mid_restore, then the program's SO_SNDBUF", 1))
+    # Killed after the restore, before the record's clear: nothing left.
+    lock_case(ns, args, tmp, 4, "die_after_restore",
+              lambda pid, fd, s, left, c: 0, lock_is("die_after_restore", 0))
+
+    # The process recorded exits; its socket lives on (a copy), and the
+    # next daemon's start does not find it.  A process of nobody given the
+    # copy registers a table naming it (a floor it is above: no restore):
+    # the daemon's first look at it puts the lock back.
+    held = {}
+
+    def owner_gone(pid, fd, s, left, canary):
+        canary.kill()
+        canary.wait()
+        return 0
+
+    def first_look(daemon, s, want, pid, fd):
+        said = until(lambda: "not there now" in daemon.text(), 3)
+        rp.check(said, f"left: the next daemon said the socket was not found at its start: "
+                       f"{daemon.text().strip()!r}")
+        lock = s.getsockopt(socket.SOL_SOCKET, rp.SO_BUF_LOCK)
+        rp.check(lock != 0, f"left: still locked ({lock}) before a served process holds it")
+        held["p"] = subprocess.Popen(
+            ["ip", "netns", "exec", ns.srv, *AS_NOBODY, SERVER_PYTHON, "-c", REGISTER_HELD,
+             str(s.fileno()), "4608", "/run/sockbufd/register"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, pass_fds=[s.fileno()])
+        answer = held["p"].stdout.readline().strip()
+        rp.check(answer == "answer 0", f"left: a process of nobody holding it registered: "
+                                       f"{answer!r}")
+        lock_is("left, found at the first look", 0, 3)(daemon, s, 0, pid, fd)
+        rp.check("found at its first look" in daemon.text(),
+                 f"left: the daemon said so: "
+                 f"{[x for x in daemon.text().splitlines() if 'first look' in x]}")
+    try:
+        lock_case(ns, args, tmp, 5, "die_mid_restore", owner_gone, first_look)
+    finally:
+        if "p" in held:
+            rp.stop(held["p"], ask=rp.say_done)
 
 
 def body(ns, args, tmp):

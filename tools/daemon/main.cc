@@ -150,8 +150,7 @@ void feed_watchdog(uint64_t now_ms)
 void restore_journal(sockbuf::daemon::host &h)
 {
 	const std::string path = sockbuf::presence::dir() + "/restoring";
-	const std::string said = sockbuf::cli::remote::recover_journal(path);
-	if (!said.empty())
+	for (const std::string &said : sockbuf::cli::remote::recover_journal(path))
 		fmt::print(stderr, "sockbufd: {}\n", said);
 	if (int err = h.journal(path))
 		fmt::print(stderr,

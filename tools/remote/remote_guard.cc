@@ -85,16 +85,77 @@ uint32_t connected_states()
 	return full_socket_states() & ~((1u << TCP_LISTEN) | (1u << TCP_CLOSE) | (1u << 13));
 }
 
-// The journal's one record: a restore is made by one thread, one socket
-// at a time.
+// The journal: record 0 is the restore being written (one thread, one
+// socket at a time); records 1 to max_left are restores cut short whose
+// socket a start did not find in the process recorded (it exited, a copy
+// of the socket lives on elsewhere), looked at again when a guarded
+// process is found holding it.
 struct journal_record {
 	uint64_t magic; // journal_magic while a restore writes, 0 otherwise
 	int32_t pid, fd;
 	uint64_t cookie;
 	int32_t lock; // SO_BUF_LOCK before the restore
-	int32_t pad;
+	// The lock bits the restore may set: its floor's directions (0 in
+	// the records of 0.6.0: both).
+	int32_t dirs;
 };
+static_assert(sizeof(journal_record) == 32);
 constexpr uint64_t journal_magic = 0x736f636b6a726e31ull; // "sockjrn1"
+constexpr size_t max_left = 3;
+// SO_BUF_LOCK's bits (the kernel's SOCK_SNDBUF_LOCK, SOCK_RCVBUF_LOCK).
+constexpr int snd_lock = 1, rcv_lock = 2;
+
+namespace
+{
+
+// What a restore recorded in @r left on its socket @dup: the lock bits of
+// the directions it writes that were clear before it, cleared; a bit set
+// before the restore, or of a direction it does not write (the program's
+// own SO_SNDBUF after the kill), is kept.  The line to say, or "" when
+// nothing was left.
+std::string put_back(int dup, const journal_record &r)
+{
+	int lock = 0;
+	socklen_t len = sizeof(lock);
+	if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) != 0)
+		return fmt::format("pid {} fd {}: left mid-restore: SO_BUF_LOCK: {}", r.pid, r.fd,
+				   std::strerror(errno));
+	const int dirs = r.dirs ? r.dirs : snd_lock | rcv_lock;
+	const int left = lock & ~r.lock & dirs;
+	if (!left)
+		return "";
+	const int want = lock & ~left;
+	if (setsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &want, sizeof(want)) != 0)
+		return fmt::format("pid {} fd {}: lock bits {} left by a restore cut short: {}",
+				   r.pid, r.fd, lock, std::strerror(errno));
+	return fmt::format(
+	    "pid {} fd {}: lock bits {} -> {}, as before a restore that was cut short", r.pid, r.fd,
+	    lock, want);
+}
+
+std::vector<journal_record> read_left(int fd)
+{
+	std::vector<journal_record> out;
+	for (size_t i = 1; i <= max_left; i++) {
+		journal_record r = {};
+		if (pread(fd, &r, sizeof(r), off_t(i * sizeof(r))) == ssize_t(sizeof(r)) &&
+		    r.magic == journal_magic)
+			out.push_back(r);
+	}
+	return out;
+}
+
+int write_left(int fd, const std::vector<journal_record> &left)
+{
+	for (size_t i = 1; i <= max_left; i++) {
+		const journal_record r = i <= left.size() ? left[i - 1] : journal_record{};
+		if (pwrite(fd, &r, sizeof(r), off_t(i * sizeof(r))) != ssize_t(sizeof(r)))
+			return -errno;
+	}
+	return 0;
+}
+
+} // namespace
 
 guard::guard(bool restore, uint32_t who) : restore_(restore), who_(who) {}
 
@@ -106,62 +167,88 @@ int guard::journal(const std::string &path)
 	if (journal_fd_ >= 0)
 		close(journal_fd_);
 	journal_fd_ = fd;
+	left_ = read_left(fd);
 	return 0;
 }
 
-void guard::note(const socket_ref *s, int dup)
+bool guard::note(const socket_ref *s, int dup)
 {
 	if (journal_fd_ < 0)
-		return;
+		return true;
 	journal_record r = {};
 	if (s) {
 		int lock = 0;
 		socklen_t len = sizeof(lock);
 		if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) != 0)
-			return; // no SO_BUF_LOCK (before 5.14): nothing to put back
-		r = {journal_magic, s->pid, s->fd, s->cookie, lock, 0};
+			return true; // no SO_BUF_LOCK (before 5.14): nothing to put back
+		const int dirs = (s->floor.snd ? snd_lock : 0) | (s->floor.rcv ? rcv_lock : 0);
+		r = {journal_magic, s->pid, s->fd, s->cookie, lock, dirs};
 	}
-	if (pwrite(journal_fd_, &r, sizeof(r), 0) != ssize_t(sizeof(r)))
-		totals_.errors++;
+	if (pwrite(journal_fd_, &r, sizeof(r), 0) == ssize_t(sizeof(r)))
+		return true;
+	totals_.errors++;
+	return false;
 }
 
-std::string recover_journal(const std::string &path)
+void guard::look_left(int dup, uint64_t cookie, pid_t pid)
 {
-	const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? "" : fmt::format("{}: {}", path, std::strerror(errno));
-	journal_record r = {};
-	const ssize_t n = pread(fd, &r, sizeof(r), 0);
-	std::string said;
-	if (n == ssize_t(sizeof(r)) && r.magic == journal_magic) {
-		const int pidfd = int(syscall(SYS_pidfd_open, r.pid, 0));
-		const int dup = pidfd < 0 ? -1 : take_socket(pidfd, r.pid, r.fd);
-		int lock = -1;
-		socklen_t len = sizeof(lock);
-		if (dup < 0 || cookie_of(dup) != r.cookie)
+	for (size_t i = 0; i < left_.size(); i++) {
+		if (left_[i].cookie != cookie)
+			continue;
+		std::string said = put_back(dup, left_[i]);
+		if (said.empty())
 			said =
-			    fmt::format("pid {} fd {}: left mid-restore, gone since", r.pid, r.fd);
-		else if (getsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) == 0 &&
-			 (lock & ~r.lock) != 0) {
-			const int want = lock & r.lock;
-			const int ret =
-			    setsockopt(dup, SOL_SOCKET, SO_BUF_LOCK, &want, sizeof(want));
-			said = ret == 0
-				   ? fmt::format("pid {} fd {}: lock bits {} -> {}, as before a "
-						 "restore that was cut short",
-						 r.pid, r.fd, lock, want)
-				   : fmt::format("pid {} fd {}: lock bits {} left by a restore cut "
-						 "short: {}",
-						 r.pid, r.fd, lock, std::strerror(errno));
+			    fmt::format("pid {} fd {}: left mid-restore, found with its lock bits "
+					"as before",
+					left_[i].pid, left_[i].fd);
+		notes_.push_back(said + fmt::format(" (found at its first look, in pid {})", pid));
+		left_.erase(left_.begin() + long(i));
+		if (journal_fd_ >= 0)
+			(void)write_left(journal_fd_, left_);
+		return;
+	}
+}
+
+std::vector<std::string> recover_journal(const std::string &path)
+{
+	std::vector<std::string> said;
+	const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			said.push_back(fmt::format("{}: {}", path, std::strerror(errno)));
+		return said;
+	}
+	std::vector<journal_record> todo;
+	journal_record r = {};
+	if (pread(fd, &r, sizeof(r), 0) == ssize_t(sizeof(r)) && r.magic == journal_magic)
+		todo.push_back(r);
+	for (const journal_record &l : read_left(fd))
+		todo.push_back(l);
+	std::vector<journal_record> left;
+	for (const journal_record &t : todo) {
+		const int pidfd = int(syscall(SYS_pidfd_open, t.pid, 0));
+		const int dup = pidfd < 0 ? -1 : take_socket(pidfd, t.pid, t.fd);
+		if (dup >= 0 && cookie_of(dup) == t.cookie) {
+			if (std::string line = put_back(dup, t); !line.empty())
+				said.push_back(line);
+		} else if (left.size() < max_left) {
+			// The process is gone, or no longer holds it there: a copy
+			// may live on in another process (a forked worker).
+			left.push_back(t);
+			said.push_back(
+			    fmt::format("pid {} fd {}: left mid-restore, not there now: its "
+					"lock bits are looked at when a process this "
+					"daemon serves holds it",
+					t.pid, t.fd));
 		}
 		if (dup >= 0)
-			close_copy(dup, r.pid);
+			close_copy(dup, t.pid);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
 	const journal_record clear = {};
-	if (pwrite(fd, &clear, sizeof(clear), 0) < 0 && said.empty())
-		said = fmt::format("{}: {}", path, std::strerror(errno));
+	if ((pwrite(fd, &clear, sizeof(clear), 0) < 0 || write_left(fd, left) < 0) && said.empty())
+		said.push_back(fmt::format("{}: {}", path, std::strerror(errno)));
 	close(fd);
 	return said;
 }
@@ -354,7 +441,14 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 		}
 	}
 	struct sockbuf_report rep;
-	note(&s, dup);
+	// Not written unless recorded: a kill from here on must find the
+	// record at the next start.
+	if (!note(&s, dup)) {
+		put(p, dup);
+		return;
+	}
+	if (test_fault("die_before_write"))
+		raise(SIGKILL); // the test seam: recorded, nothing written
 	if (test_fault("die_mid_restore")) {
 		// The test seam: the state a kill between the size's write and
 		// the lock's clear leaves (the write locks the direction).
@@ -377,6 +471,8 @@ void guard::restore(size_t i, int64_t snd, int64_t rcv, const restore_fn &restor
 					  &forced) == 0)
 			merge_forced(&rep, forced);
 	}
+	if (test_fault("die_after_restore"))
+		raise(SIGKILL); // the test seam: written, the record not cleared
 	note(nullptr, dup);
 	put(p, dup);
 	if (ret < 0) {
@@ -566,9 +662,12 @@ int guard::sync_published(pid_t pid, const std::map<uint32_t, struct sockbuf_flo
 		struct stat st;
 		// Identity at the take: the number still names that inode (a
 		// socket first: a file swapped in, FUSE or NFS, is not fstat()ed).
-		if (cookie_of(dup) != 0 && fstat(dup, &st) == 0 && uint32_t(st.st_ino) == ino)
+		const uint64_t cookie = cookie_of(dup);
+		if (cookie != 0 && fstat(dup, &st) == 0 && uint32_t(st.st_ino) == ino) {
 			add(pid, at.second, dup, floors.at(ino));
-		else
+			if (!left_.empty())
+				look_left(dup, cookie, pid);
+		} else
 			missing++;
 		put(*pr, dup);
 	}

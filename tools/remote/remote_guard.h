@@ -37,10 +37,13 @@
 #include <string>
 #include <time.h>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace sockbuf::cli::remote
 {
+
+struct journal_record; // remote_guard.cc
 
 struct socket_ref {
 	pid_t pid = 0;
@@ -181,11 +184,17 @@ public:
 	void end();
 
 	// Restores leave a record at @path while they write (the socket, its
-	// lock bits before): a guard killed between the size's write (which
+	// lock bits before, the directions written), and none writes unless
+	// it is recorded: a guard killed between the size's write (which
 	// locks the direction) and the lock's clear leaves it there, and
-	// recover_journal() at the next start puts the bits back.  0 or
-	// -errno (the guard then restores without one).
+	// recover_journal() at the next start puts the bits back.  The
+	// records whose socket that start did not find (recover_journal()
+	// keeps them) are looked at when sync_published() first finds a
+	// socket of that cookie.  0 or -errno (the guard then restores
+	// without one).
 	int journal(const std::string &path);
+	// What those looks did, for the log (taken: the list is emptied).
+	std::vector<std::string> take_notes() { return std::exchange(notes_, {}); }
 
 	const totals &stats() const { return totals_; }
 	// The reason of the last dump that failed (empty when none).
@@ -249,7 +258,11 @@ private:
 	bool inherit_ = false;
 	std::function<bool(pid_t)> may_force_;
 	int journal_fd_ = -1;
-	void note(const socket_ref *s, int dup); // the record (null: cleared)
+	// The record (null: cleared); false when it could not be written.
+	bool note(const socket_ref *s, int dup);
+	std::vector<journal_record> left_; // restores cut short, socket not found yet
+	std::vector<std::string> notes_;
+	void look_left(int dup, uint64_t cookie, pid_t pid);
 	// Accepted sockets not found in any fd table yet, by cookie: looked
 	// for again for a few passes (the dump can show one between its
 	// accept and the fd's install), then left alone.
@@ -274,10 +287,14 @@ inline uint64_t monotonic_ms()
 }
 
 // What a guard killed mid-restore left in the journal at @path: the lock
-// bits of that socket (if it is still the one recorded, by cookie) made
-// no more than they were before the restore; the record cleared.  A line
-// for the log (empty when there was nothing to do), or the reason.
-std::string recover_journal(const std::string &path);
+// bits of that socket (if the process recorded still holds it, by
+// cookie) that the restore may have set and that were clear before it,
+// cleared; a bit set before, or of a direction the restore does not
+// write, is the program's and kept.  A record whose socket is not there
+// (the process exited: a copy may live on in another) is kept for
+// guard::journal() to look for.  The lines for the log (none when there
+// was nothing to do).
+std::vector<std::string> recover_journal(const std::string &path);
 
 std::string restored_text(const socket_ref &s, int64_t snd, int64_t rcv,
 			  const struct sockbuf_report &rep);

@@ -507,7 +507,20 @@ int guard::take(const process &p, int fd)
 		errno = EAGAIN;
 		return -1;
 	}
-	return take_socket(p.pidfd, p.pid, fd);
+	const int dup = take_socket(p.pidfd, p.pid, fd);
+	// Said once: it holds for every take while the cgroups cannot be
+	// joined (a read-only cgroup mount, as under ProtectControlGroups=).
+	if (dup >= 0 && !class_said_) {
+		if (const std::string lost = class_note(); !lost.empty()) {
+			class_said_ = true;
+			notes_.push_back(fmt::format(
+			    "pid {} fd {}: its net_cls classid and net_prio index are now this "
+			    "process's, not the owner's ({}); so for every socket taken while that "
+			    "holds (said once)",
+			    p.pid, fd, lost));
+		}
+	}
+	return dup;
 }
 
 void guard::put(const process &p, int dup)

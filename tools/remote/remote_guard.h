@@ -193,7 +193,9 @@ public:
 	// socket of that cookie.  0 or -errno (the guard then restores
 	// without one).
 	int journal(const std::string &path);
-	// What those looks did, for the log (taken: the list is emptied).
+	// What those looks did, and the first take that left a socket with
+	// this process's net_cls classid and net_prio index (take.h), for the
+	// log (taken: the list is emptied).
 	std::vector<std::string> take_notes() { return std::exchange(notes_, {}); }
 
 	const totals &stats() const { return totals_; }
@@ -262,6 +264,7 @@ private:
 	bool note(const socket_ref *s, int dup);
 	std::vector<journal_record> left_; // restores cut short, socket not found yet
 	std::vector<std::string> notes_;
+	bool class_said_ = false; // a take left a socket with this process's classid
 	void look_left(int dup, uint64_t cookie, pid_t pid);
 	// Accepted sockets not found in any fd table yet, by cookie: looked
 	// for again for a few passes (the dump can show one between its

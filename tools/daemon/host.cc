@@ -772,7 +772,8 @@ void host::tick(uint64_t now_ms)
 		scan_step(std::max<uint64_t>(5000, uint64_t(opt_.interval_ms) * 250));
 	share_out(now_ms);
 	for (const std::string &said : guard_.take_notes())
-		fmt::print(stderr, "sockbufd: {}\n", clean(said));
+		fmt::print(stderr, "sockbufd: {}\n",
+			   said); // pids, numbers and the cgroup mount's paths
 	if (net_due) {
 		next_net_ms_ = now_ms + opt_.net_ms;
 		force_all_ = false;

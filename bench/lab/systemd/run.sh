@@ -143,7 +143,9 @@ chroot "$root" dpkg -i "${inroot[@]}" >"$out/dpkg.log" 2>&1 ||
 grep -E '^(Setting up|Unpacking)' "$out/dpkg.log" | sed 's/^/lab:   /'
 # sockbuf-tools' postinst enables sockbufd.service; the lab looks at the
 # server without the daemon first and starts it itself.
-chroot "$root" deb-systemd-helper disable sockbufd.service
+# deb-systemd-helper acts only for a package's maintainer script (init-system-helpers
+# 1.65.2 exits 1 without DPKG_MAINTSCRIPT_PACKAGE).
+chroot "$root" env DPKG_MAINTSCRIPT_PACKAGE=sockbuf-tools deb-systemd-helper disable sockbufd.service
 rm -f "$root"/tmp/*.deb
 # Only what the boot needs from the initramfs: virtio disk, ext4.
 printf 'MODULES=list\nCOMPRESS=gzip\n' >"$root/etc/initramfs-tools/conf.d/sockbuf-lab.conf"

@@ -90,7 +90,7 @@ Checks that fail on a daemon bug say "DAEMON BUG" and name it.  Found
 Every wait is bounded; processes, namespaces and their tables are cleaned
 up on every exit path.
 usage: fault_checks.py --sockbuf PATH --sockbufd PATH [--scale N] [--sockets K]
-                      [--scale-only]
+                      [--scale-only] [--daemon-nice N]
 Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user, no
 pidfd_getfd or SO_BUF_LOCK).
 """
@@ -462,6 +462,8 @@ def table_changes(pid):
 class Lab:
     def __init__(self, args, ns, tmp):
         self.sockbuf, self.sockbufd = args.sockbuf, args.sockbufd
+        # nice(1) adds to the niceness this test runs at.
+        self.daemon_nice = 0 if args.daemon_nice is None else args.daemon_nice - os.nice(0)
         self.ns, self.tmp = ns, tmp
         self.procs = []
         self.pids = {}  # every process served here, its start time: ended, tables removed
@@ -488,7 +490,7 @@ class Lab:
         env = dict(self.env, SOCKBUF_RUN_FAULT=fault) if fault else self.env
         self.daemon = Daemon(self.ns.srv, self.sockbufd, self.tmp, self.ndaemon,
                              args=(*args, "--events", "off"), env=env,
-                             prom=f"sockbufd.{self.ndaemon}.prom")
+                             prom=f"sockbufd.{self.ndaemon}.prom", nice=self.daemon_nice)
         # Ready: its first metrics written.
         if not until(lambda: self.m("sockbuf_passes_total") is not None, 5):
             raise Broken(f"sockbufd wrote no metrics in 5 s: {self.daemon.text()[-300:]}")
@@ -1112,6 +1114,8 @@ def main():
     ap.add_argument("--scale", type=int, default=200, help="processes in the scale run (0: none)")
     ap.add_argument("--sockets", type=int, default=100, help="sockets per process")
     ap.add_argument("--scale-only", action="store_true", help="the scale run alone")
+    ap.add_argument("--daemon-nice", type=int,
+                    help="the daemon's niceness, whatever this test's (the unit's: -10)")
     args = ap.parse_args()
     # Killed with SIGTERM (ctest's timeout): the cleanup still runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("fault_checks: SIGTERM"))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kernel/selftest-guest.sh OUT KERNEL:NAME... [--runs N]: the series'
+# kernel/selftest-guest.sh OUT KERNEL:NAME... [--runs N] [--sock-reps M]
+#     [--sock-pin CPUMASK]: the series'
 # selftests in qemu guests booted the way netdev's CI boots them
 # (virtme-ng without systemd): a plain /init (busybox), proc, sys, devtmpfs
 # and cgroup2 mounted, the memory controller NOT enabled by init, no
@@ -20,6 +21,9 @@
 # no "oom-kill", no "invoked oom-killer", no WARNING or BUG. The whole
 # file's own OOM tests (test_memcg_oom_*) do kill on purpose, so the
 # dmesg counts after the whole run are printed apart.
+# --sock-reps M runs test_memcontrol_sock M times per boot (parts sock1
+# .. sockM), to count how often a case fails; --sock-pin runs it under
+# taskset CPUMASK.
 # OUT/<name>-run<i>.log is the console; OUT/summary.txt one line per
 # test and run, prefixed with the part (sock, whole, net). The tests are built static from the 7.2 base with the
 # whole series applied (what the series' patch files add), with the
@@ -29,11 +33,13 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 out=${1:?usage: selftest-guest.sh OUT KERNEL:NAME... [--runs N]}
 shift
-runs=3
+runs=3 sock_reps=1 sock_pin=''
 kernels=()
 while (($#)); do
 	case $1 in
 	--runs) runs=$2; shift 2 ;;
+	--sock-reps) sock_reps=$2; shift 2 ;;
+	--sock-pin) sock_pin=$2; shift 2 ;;
 	*) kernels+=("$1"); shift ;;
 	esac
 done
@@ -92,17 +98,21 @@ echo "@@ root subtree_control at boot: '$(cat /sys/fs/cgroup/cgroup.subtree_cont
 cd /tmp
 echo "@@ dmesg at boot: $(dmesg | grep -cE 'WARNING|BUG|Out of memory|oom') WARNING/BUG/OOM lines"
 dmesg -c >/dev/null
-echo "@@ part sock"
-/tests/test_memcontrol_sock >sock.log 2>&1
-echo "@@ test_memcontrol_sock rc=$?"
-cat sock.log
-dmesg -c >sock-dmesg.txt
-echo "@@ dmesg sock Out of memory: $(grep -c 'Out of memory' sock-dmesg.txt)"
-echo "@@ dmesg sock oom-kill: $(grep -c 'oom-kill' sock-dmesg.txt)"
-echo "@@ dmesg sock invoked oom-killer: $(grep -c 'invoked oom-killer' sock-dmesg.txt)"
-echo "@@ dmesg sock WARNING/BUG: $(grep -cE 'WARNING|BUG' sock-dmesg.txt)"
-echo "@@ dmesg sock lines: $(wc -l <sock-dmesg.txt)"
-sed 's/^/@@ sock-dmesg: /' sock-dmesg.txt | head -40
+rep=1
+while [ "$rep" -le "${sock_reps:-1}" ]; do
+	echo "@@ part sock$rep"
+	${sock_pin:+taskset "$sock_pin"} /tests/test_memcontrol_sock >sock.log 2>&1
+	echo "@@ test_memcontrol_sock rc=$?"
+	cat sock.log
+	dmesg -c >sock-dmesg.txt
+	echo "@@ dmesg sock$rep Out of memory: $(grep -c 'Out of memory' sock-dmesg.txt)"
+	echo "@@ dmesg sock$rep oom-kill: $(grep -c 'oom-kill' sock-dmesg.txt)"
+	echo "@@ dmesg sock$rep invoked oom-killer: $(grep -c 'invoked oom-killer' sock-dmesg.txt)"
+	echo "@@ dmesg sock$rep WARNING/BUG: $(grep -cE 'WARNING|BUG' sock-dmesg.txt)"
+	echo "@@ dmesg sock$rep lines: $(wc -l <sock-dmesg.txt)"
+	sed 's/^/@@ sock-dmesg: /' sock-dmesg.txt | head -40
+	rep=$((rep + 1))
+done
 echo "@@ part whole"
 /tests/test_memcontrol >cg.log 2>&1
 echo "@@ test_memcontrol rc=$?"
@@ -130,7 +140,8 @@ for k in "${kernels[@]}"; do
 		start=$SECONDS load0=$(cut -d' ' -f1-3 /proc/loadavg)
 		timeout 900 qemu-system-x86_64 -accel tcg -nographic -m 2048 -smp 2 \
 			-kernel "$image" -initrd "$work/initrd.gz" -no-reboot -nic none \
-			-append "console=ttyS0 panic=-1 quiet" >"$log" 2>&1 || true
+			-append "console=ttyS0 panic=-1 quiet sock_reps=$sock_reps${sock_pin:+ sock_pin=$sock_pin}" \
+			>"$log" 2>&1 || true
 		tr -d '\r' <"$log" | awk -v k="$name" -v r="$i" -v s=$((SECONDS - start)) \
 			-v load="$load0 (before) $(cut -d' ' -f1-3 /proc/loadavg) (after)" '
 			/^@@ part / { part = $3 }

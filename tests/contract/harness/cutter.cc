@@ -132,6 +132,16 @@ std::string cutter::start(const std::vector<socket_record> &sockets, const cut_s
 	}
 	if (targets.empty() || spec.count <= 0)
 		return "no guarded socket to cut";
+	// Before 5.15 a setsockopt() cut locks the buffer for good: there is
+	// no SO_BUF_LOCK to take the lock off, and the guard raises no locked
+	// buffer (sockbuf_guard_new(3)), so every such cut would be a dip for
+	// the rest of the run, judging nothing of the guard.
+	int lock = 0;
+	socklen_t len = sizeof(lock);
+	if (getsockopt(sockets[size_t(targets[0])].fd, SOL_SOCKET, SO_BUF_LOCK, &lock, &len) != 0 &&
+	    errno == ENOPROTOOPT)
+		return "this kernel has no SO_BUF_LOCK: a setsockopt() cut would lock the buffer "
+		       "for good, which no guard undoes";
 	uint64_t rng = spec.seed * 0x9e3779b97f4a7c15ull | 1;
 	for (size_t i = targets.size(); i > 1; i--)
 		std::swap(targets[i - 1], targets[size_t(next_random(&rng) % i)]);

@@ -22,6 +22,8 @@ mount -t sysfs sys /sys
 # tracefs, for the contract suite's kernel-event recorder (--trace).
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 mount -t devtmpfs dev /dev 2>/dev/null
+# The contract's daemon mode mounts a private tmpfs there.
+mkdir -p /dev/shm
 mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 mkdir -p /run/netns /var

@@ -222,16 +222,43 @@ struct guarded {
 	bool ok() const { return g.id >= 0 && tfd >= 0; }
 };
 
-// Starts the guard thread of @gs, a daemon announced, with @interval_us and
-// waits for its hand-over; @dm gets the daemon totals it then reports.
-void start_served(const guarded &gs, unsigned int interval_us,
-		  struct sockbuf_guard_daemon_totals *dm)
-{
-	ASSERT_GE(gs.g.id, 0);
-	ASSERT_EQ(sockbuf_guard_start(gs.g.id, interval_us), 0);
-	*dm = wait_for_handover(gs.g.id);
-	ASSERT_EQ(dm->handovers, 1u) << "no hand-over within 3 s of the thread's start";
-}
+// What most tests here start from: a stand-in daemon, announced (its
+// presence file written), then a guard of @flags over one socket
+// (guarded: timerfd-driven when @drive).  ok(): both are up.
+struct announced {
+	fake_daemon d;
+	guarded gs;
+	struct sockbuf_guard_daemon_totals handed_over = {};
+	explicit announced(unsigned int flags, bool drive = true)
+	    : gs(announce_then(d, flags), drive)
+	{
+	}
+	bool ok() const { return d.ok() && gs.ok(); }
+	// Starts the guard's thread with @interval_us and waits for its
+	// hand-over; handed_over gets the daemon totals it then reports.
+	void serve(unsigned int interval_us)
+	{
+		ASSERT_TRUE(ok());
+		ASSERT_EQ(sockbuf_guard_start(gs.g.id, interval_us), 0);
+		handed_over = wait_for_handover(gs.g.id);
+		ASSERT_EQ(handed_over.handovers, 1u)
+		    << "no hand-over within 3 s of the thread's start";
+	}
+	// The caller's first pass hands the guard over.
+	void pass_hands_over() const
+	{
+		ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+		ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
+	}
+
+private:
+	static unsigned int announce_then(fake_daemon &d, unsigned int flags)
+	{
+		if (d.ok())
+			d.announce();
+		return flags;
+	}
+};
 
 // Polls @done every millisecond for at most @seconds; whether it held.
 template <class F> bool within(double seconds, F done)
@@ -331,33 +358,30 @@ int events_err(int guard)
 TEST(GuardHandover, StandsDownWhileServedAndResumesWhenTheDaemonExits)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0);
-	ASSERT_TRUE(gs.ok());
+	announced a(0);
+	ASSERT_TRUE(a.ok());
 	struct sockbuf_guard_report rep = {};
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
-	struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
-	EXPECT_EQ(dm.pid, d.pid());
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
+	struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
+	EXPECT_EQ(dm.pid, a.d.pid());
 	EXPECT_EQ(dm.err, 0);
 	EXPECT_EQ(dm.handovers, 1u);
 	struct sockbuf_guard_totals before = {}, after = {};
-	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &before), 0);
+	ASSERT_EQ(sockbuf_guard_stats(a.gs.g.id, &before), 0);
 
-	push_below(gs.s);
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	push_below(a.gs.s);
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 0) << "a served guard restored: it did not stand down";
 	EXPECT_EQ(rep.below, 0) << "a served guard looked at its sockets";
-	EXPECT_LT(sndbuf(gs.s), floor_size);
-	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &after), 0);
+	EXPECT_LT(sndbuf(a.gs.s), floor_size);
+	ASSERT_EQ(sockbuf_guard_stats(a.gs.g.id, &after), 0);
 	EXPECT_EQ(after.passes, before.passes) << "a full pass ran before the net's interval";
 
-	d.exit();
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	a.d.exit();
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1) << "the daemon exited and the guard did not take over";
-	EXPECT_GE(sndbuf(gs.s), floor_size);
-	dm = daemon_of(gs.g.id);
+	EXPECT_GE(sndbuf(a.gs.s), floor_size);
+	dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.err, -ENOENT);
 	EXPECT_EQ(dm.resumes, 1u);
@@ -371,26 +395,22 @@ TEST(GuardHandover, StandsDownWhileServedAndResumesWhenTheDaemonExits)
 TEST(GuardHandover, ResumesWhenTheDaemonStopsMakingProgress)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0, false);
-	struct sockbuf_guard_daemon_totals dm = {};
-	ASSERT_NO_FATAL_FAILURE(start_served(gs, 10'000, &dm));
-	d.signal(SIGSTOP);
-	push_below(gs.s);
+	announced a(0, false);
+	ASSERT_NO_FATAL_FAILURE(a.serve(10'000));
+	a.d.signal(SIGSTOP);
+	push_below(a.gs.s);
 	const auto t0 = std::chrono::steady_clock::now();
-	EXPECT_TRUE(within(3.0, [&] { return sndbuf(gs.s) >= floor_size; }))
+	EXPECT_TRUE(within(3.0, [&] { return sndbuf(a.gs.s) >= floor_size; }))
 	    << "the daemon stopped and the guard did not take its socket back within 3 s";
 	const double took =
 	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	EXPECT_LT(took, 0.6) << "the staleness (105 ms) and the guard's 10 ms, plus slack";
-	dm = daemon_of(gs.g.id);
+	const struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.err, -ETIMEDOUT);
 	EXPECT_EQ(dm.resumes, 1u);
-	d.signal(SIGCONT);
-	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+	a.d.signal(SIGCONT);
+	EXPECT_EQ(sockbuf_guard_stop(a.gs.g.id), 0);
 }
 
 // A daemon that sees some kind of cut later than the guard would (here a
@@ -428,16 +448,12 @@ TEST(GuardHandover, NeverStandsDownForALooserDaemon)
 TEST(GuardHandover, SkippedPassReadsTheTimer)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0);
-	ASSERT_TRUE(gs.ok());
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
-	ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
-	struct pollfd p = {gs.tfd, POLLIN, 0};
+	announced a(0);
+	ASSERT_TRUE(a.ok());
+	ASSERT_NO_FATAL_FAILURE(a.pass_hands_over());
+	struct pollfd p = {a.gs.tfd, POLLIN, 0};
 	ASSERT_EQ(::poll(&p, 1, 2000), 1) << "the timer stopped while served";
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, nullptr), 0);
 	p.revents = 0;
 	EXPECT_EQ(::poll(&p, 1, 0), 0) << "a skipped pass left the timer readable";
 }
@@ -448,28 +464,24 @@ TEST(GuardHandover, SkippedPassReadsTheTimer)
 TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0, false);
-	struct sockbuf_guard_daemon_totals dm = {};
-	ASSERT_NO_FATAL_FAILURE(start_served(gs, 10'000'000, &dm));
-	EXPECT_EQ(dm.pid, d.pid());
-	push_below(gs.s);
+	announced a(0, false);
+	ASSERT_NO_FATAL_FAILURE(a.serve(10'000'000));
+	EXPECT_EQ(a.handed_over.pid, a.d.pid());
+	push_below(a.gs.s);
 	const auto t0 = std::chrono::steady_clock::now();
-	d.exit();
+	a.d.exit();
 	struct sockbuf_guard_totals t = {};
 	for (int i = 0; i < 3000 && t.restored == 0; i++) {
 		struct pollfd none = {-1, 0, 0};
 		::poll(&none, 1, 1);
-		ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+		ASSERT_EQ(sockbuf_guard_stats(a.gs.g.id, &t), 0);
 	}
 	const double took =
 	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	EXPECT_EQ(t.restored, 1u) << "not restored within 3 s of the daemon's exit";
 	EXPECT_LT(took, 3.0);
-	EXPECT_GE(sndbuf(gs.s), floor_size);
-	EXPECT_EQ(daemon_of(gs.g.id).resumes, 1u);
+	EXPECT_GE(sndbuf(a.gs.s), floor_size);
+	EXPECT_EQ(daemon_of(a.gs.g.id).resumes, 1u);
 }
 
 // A served thread waits on the daemon's pidfd and the stop eventfd until
@@ -477,14 +489,10 @@ TEST(GuardHandover, ThreadTakesOverAtOnceWhenTheDaemonExits)
 TEST(GuardHandover, StopIsPromptWhileServed)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0, false);
-	struct sockbuf_guard_daemon_totals dm = {};
-	ASSERT_NO_FATAL_FAILURE(start_served(gs, 1000, &dm));
+	announced a(0, false);
+	ASSERT_NO_FATAL_FAILURE(a.serve(1000));
 	const auto t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+	EXPECT_EQ(sockbuf_guard_stop(a.gs.g.id), 0);
 	const double took =
 	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 	EXPECT_LT(took, 1.0) << "stop() waited for the served thread's net pass";
@@ -591,21 +599,17 @@ TEST(GuardHandover, NotDumpableServesItself)
 TEST(GuardHandover, StopTakesTheSocketsBack)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0, false);
-	struct sockbuf_guard_daemon_totals dm = {};
-	ASSERT_NO_FATAL_FAILURE(start_served(gs, 1000, &dm));
-	ASSERT_EQ(sockbuf_guard_stop(gs.g.id), 0);
-	dm = daemon_of(gs.g.id);
+	announced a(0, false);
+	ASSERT_NO_FATAL_FAILURE(a.serve(1000));
+	ASSERT_EQ(sockbuf_guard_stop(a.gs.g.id), 0);
+	const struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.resumes, 1u);
 	EXPECT_EQ(dm.err, -ESRCH);
 	// A manual pass restores again.
-	push_below(gs.s);
+	push_below(a.gs.s);
 	struct sockbuf_guard_report rep = {};
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1);
 }
 
@@ -614,21 +618,19 @@ TEST(GuardHandover, StopTakesTheSocketsBack)
 TEST(GuardHandover, ForkedChildsCopyServesItself)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(SOCKBUF_GUARD_RUN_IN_CHILD, false);
-	ASSERT_GE(gs.g.id, 0);
+	announced a(SOCKBUF_GUARD_RUN_IN_CHILD, false);
+	ASSERT_TRUE(a.d.ok());
+	ASSERT_GE(a.gs.g.id, 0);
 	const pid_t child = fork();
 	ASSERT_GE(child, 0);
 	if (child == 0) {
-		if (sockbuf_guard_timerfd(gs.g.id, 1000) < 0)
+		if (sockbuf_guard_timerfd(a.gs.g.id, 1000) < 0)
 			_exit(2);
 		struct sockbuf_guard_report rep = {};
-		if (sockbuf_guard_pass(gs.g.id, &rep) != 0)
+		if (sockbuf_guard_pass(a.gs.g.id, &rep) != 0)
 			_exit(3);
 		struct sockbuf_guard_daemon_totals dm = {};
-		sockbuf_guard_daemon_stats(gs.g.id, &dm);
+		sockbuf_guard_daemon_stats(a.gs.g.id, &dm);
 		_exit(dm.handovers == 0 && dm.err == -ECHILD ? 0 : 4);
 	}
 	expect_child_exited_0(child,
@@ -670,49 +672,45 @@ protected:
 TEST_P(GuardHandoverUnpublished, ThreadTakesTheSocketsBackAtOnce)
 {
 	const bool events = GetParam() & SOCKBUF_GUARD_EVENTS;
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(GetParam(), false);
-	struct sockbuf_guard_daemon_totals dm = {};
-	ASSERT_NO_FATAL_FAILURE(start_served(gs, 50'000, &dm));
+	announced a(GetParam(), false);
+	ASSERT_NO_FATAL_FAILURE(a.serve(50'000));
 	if (events) {
-		EXPECT_EQ(events_err(gs.g.id), -EBUSY) << "served, the programs are still loaded";
+		EXPECT_EQ(events_err(a.gs.g.id), -EBUSY) << "served, the programs are still loaded";
 	}
-	push_below(gs.s);
-	ASSERT_NO_FATAL_FAILURE(many_.add_to(gs.g.id));
+	push_below(a.gs.s);
+	ASSERT_NO_FATAL_FAILURE(many_.add_to(a.gs.g.id));
 	const auto t0 = std::chrono::steady_clock::now();
-	EXPECT_TRUE(within(3.0, [&] { return daemon_of(gs.g.id).resumes > 0; }))
+	EXPECT_TRUE(within(3.0, [&] { return daemon_of(a.gs.g.id).resumes > 0; }))
 	    << "a floor not published and the guard still stood down 3 s later";
 	const double took =
 	    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-	dm = daemon_of(gs.g.id);
+	struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.resumes, 1u);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.err, -ENOSPC);
 	struct sockbuf_guard_totals t = {};
 	EXPECT_TRUE(within(3.0, [&] {
-		EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+		EXPECT_EQ(sockbuf_guard_stats(a.gs.g.id, &t), 0);
 		return t.restored > 0;
 	})) << "taken back, and the cut not restored within 3 s";
-	EXPECT_GE(sndbuf(gs.s), floor_size);
+	EXPECT_GE(sndbuf(a.gs.s), floor_size);
 	if (events) {
-		EXPECT_TRUE(within(3.0, [&] { return events_err(gs.g.id) == 0; }))
+		EXPECT_TRUE(within(3.0, [&] { return events_err(a.gs.g.id) == 0; }))
 		    << "the event programs were not loaded again";
 	} else {
 		// Passes at its own 50 ms again, not the net's 60 s.
 		const uint64_t passes = t.passes;
 		EXPECT_TRUE(within(3.0, [&] {
-			EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+			EXPECT_EQ(sockbuf_guard_stats(a.gs.g.id, &t), 0);
 			return t.passes >= passes + 3;
 		})) << "no passes at the polling interval after the resume";
 	}
 	// Still the guard's: a floor not published keeps it from standing down.
-	dm = daemon_of(gs.g.id);
+	dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.handovers, 1u);
 	EXPECT_EQ(dm.pid, 0);
 	RecordProperty("resume_after_ms", int(took * 1000));
-	EXPECT_EQ(sockbuf_guard_stop(gs.g.id), 0);
+	EXPECT_EQ(sockbuf_guard_stop(a.gs.g.id), 0);
 }
 
 // The timerfd driver, at a 10 s polling interval (the net's 60 s with
@@ -721,50 +719,47 @@ TEST_P(GuardHandoverUnpublished, ThreadTakesTheSocketsBackAtOnce)
 TEST_P(GuardHandoverUnpublished, TimerfdTakesTheSocketsBackAtOnce)
 {
 	const bool events = GetParam() & SOCKBUF_GUARD_EVENTS;
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(GetParam(), false);
-	ASSERT_GE(gs.g.id, 0);
+	announced a(GetParam(), false);
+	ASSERT_TRUE(a.d.ok());
+	ASSERT_GE(a.gs.g.id, 0);
 	// With events the timer is the safety net's; a short polling
 	// interval shows a wake that left the timer at it after the resume.
 	const unsigned int poll_us = events ? 100'000 : 10'000'000;
-	const int tfd = sockbuf_guard_timerfd(gs.g.id, poll_us);
+	const int tfd = sockbuf_guard_timerfd(a.gs.g.id, poll_us);
 	ASSERT_GE(tfd, 0);
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
-	ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
-	push_below(gs.s);
-	ASSERT_NO_FATAL_FAILURE(many_.add_to(gs.g.id));
+	ASSERT_NO_FATAL_FAILURE(a.pass_hands_over());
+	push_below(a.gs.s);
+	ASSERT_NO_FATAL_FAILURE(many_.add_to(a.gs.g.id));
 	// The caller's loop: a pass each time its fd is readable.
 	int restored = 0;
 	EXPECT_TRUE(within(3.0, [&] {
 		struct pollfd p = {tfd, POLLIN, 0};
 		if (::poll(&p, 1, 0) == 1) {
 			struct sockbuf_guard_report rep = {};
-			EXPECT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+			EXPECT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
 			restored += rep.restored;
 		}
-		return daemon_of(gs.g.id).resumes > 0;
+		return daemon_of(a.gs.g.id).resumes > 0;
 	})) << "a floor not published and the guard still stood down 3 s later";
 	EXPECT_EQ(restored, 1) << "the pass that took the sockets back did not restore";
-	EXPECT_GE(sndbuf(gs.s), floor_size);
-	const struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+	EXPECT_GE(sndbuf(a.gs.s), floor_size);
+	const struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.resumes, 1u);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.err, -ENOSPC);
 	if (events) {
-		EXPECT_EQ(events_err(gs.g.id), 0) << "the event programs were not loaded again";
+		EXPECT_EQ(events_err(a.gs.g.id), 0) << "the event programs were not loaded again";
 		// Nothing is cut now, so nothing makes the epoll fd readable
 		// for a second: the timer is back at the safety net's period
 		// (a minute), not the polling interval the wake used.
 		struct sockbuf_guard_totals before = {}, after = {};
-		ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &before), 0);
+		ASSERT_EQ(sockbuf_guard_stats(a.gs.g.id, &before), 0);
 		const auto extra_passes = [&] {
 			struct pollfd p = {tfd, POLLIN, 0};
 			if (::poll(&p, 1, 0) == 1) {
-				EXPECT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
+				EXPECT_EQ(sockbuf_guard_pass(a.gs.g.id, nullptr), 0);
 			}
-			EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &after), 0);
+			EXPECT_EQ(sockbuf_guard_stats(a.gs.g.id, &after), 0);
 			return after.passes > before.passes + 1;
 		};
 		EXPECT_FALSE(within(1.0, extra_passes))
@@ -792,13 +787,9 @@ INSTANTIATE_TEST_SUITE_P(Drivers, GuardHandoverUnpublished,
 TEST(GuardHandover, WatchingAListenerServesItself)
 {
 	SKIP_UNLESS_ROOT_AND_BUF_LOCK();
-	fake_daemon d;
-	ASSERT_TRUE(d.ok());
-	d.announce();
-	guarded gs(0);
-	ASSERT_TRUE(gs.ok());
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
-	ASSERT_EQ(daemon_of(gs.g.id).handovers, 1u);
+	announced a(0);
+	ASSERT_TRUE(a.ok());
+	ASSERT_NO_FATAL_FAILURE(a.pass_hands_over());
 
 	fd l(tcp());
 	struct sockaddr_in sa = {};
@@ -807,15 +798,15 @@ TEST(GuardHandover, WatchingAListenerServesItself)
 	ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
 	ASSERT_EQ(::listen(l, 4), 0);
 	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add_listener(gs.g.id, l, &fl), 0);
-	push_below(gs.s);
+	ASSERT_EQ(sockbuf_guard_add_listener(a.gs.g.id, l, &fl), 0);
+	push_below(a.gs.s);
 	struct sockbuf_guard_report rep = {};
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1) << "the guard stayed served though it watches a listener";
-	EXPECT_GE(sndbuf(gs.s), floor_size);
-	struct sockbuf_guard_daemon_totals dm = daemon_of(gs.g.id);
+	EXPECT_GE(sndbuf(a.gs.s), floor_size);
+	struct sockbuf_guard_daemon_totals dm = daemon_of(a.gs.g.id);
 	EXPECT_EQ(dm.pid, 0);
 	EXPECT_EQ(dm.resumes, 1u);
-	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
-	EXPECT_EQ(daemon_of(gs.g.id).handovers, 1u) << "handed over again";
+	ASSERT_EQ(sockbuf_guard_pass(a.gs.g.id, nullptr), 0);
+	EXPECT_EQ(daemon_of(a.gs.g.id).handovers, 1u) << "handed over again";
 }

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -39,6 +40,60 @@ namespace
 {
 
 const struct sockbuf_floor full_floor = {floor_size, floor_size};
+
+// @s at floor_size both ways, added to @guard with @fl.
+void add_at_floor(int guard, int s, const struct sockbuf_floor &fl = full_floor)
+{
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_add(guard, s, &fl), 0);
+}
+
+// One pass of @guard with @hooks installed in the seam; what it returned.
+int pass_hooked(int guard, const sockbuf::sys::hooks &hooks, struct sockbuf_guard_report *rep)
+{
+	sockbuf::sys::set_hooks(&hooks);
+	const int ret = sockbuf_guard_pass(guard, rep);
+	sockbuf::sys::set_hooks(nullptr);
+	return ret;
+}
+
+// The socket the program deliberately keeps small and locked, and its
+// sizes and lock as they were: a write meant for another socket that
+// lands on it changes one of them.
+struct kept_small {
+	fd s{tcp()};
+	int snd = 0, rcv = 0, lock = 0;
+	void keep()
+	{
+		const int small = 4096;
+		ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+		ASSERT_EQ(::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+		snd = sndbuf(s);
+		rcv = rcvbuf(s);
+		lock = has_buf_lock() ? buflock(s) : 0;
+	}
+	// @number names this socket now: not one byte of it changed.
+	void expect_unchanged_through(int number) const
+	{
+		EXPECT_EQ(sndbuf(number), snd) << "a restore wrote through the re-pointed number";
+		EXPECT_EQ(rcvbuf(number), rcv);
+		if (has_buf_lock()) {
+			EXPECT_EQ(buflock(number), lock) << "the other socket was unlocked";
+		}
+	}
+};
+
+// A guard of the flags that give it size source @src (BPF asked for, the
+// others forced through the seam while this lives).
+struct sourced_guard {
+	forced_source force;
+	guard_id g;
+	explicit sourced_guard(int src)
+	    : force(src == SOCKBUF_GUARD_SRC_BPF ? auto_source : src),
+	      g(src == SOCKBUF_GUARD_SRC_BPF ? SOCKBUF_GUARD_BPF : 0)
+	{
+	}
+};
 
 bool is_size_read(int level, int name)
 {
@@ -100,8 +155,27 @@ struct reuse_window {
 	reuse_window &operator=(const reuse_window &) = delete;
 };
 
+// A guard on the test's size source and its victim: a socket at
+// floor_size both ways, guarded at full_floor.
 class GuardRace : public per_source
 {
+protected:
+	void SetUp() override
+	{
+		ASSERT_NO_FATAL_FAILURE(per_source::SetUp());
+		if (IsSkipped())
+			return;
+		sg_.emplace(src);
+		ASSERT_GE(guard(), 0);
+		ASSERT_NO_FATAL_FAILURE(add_at_floor(guard(), victim));
+	}
+	int guard() const { return sg_->g.id; }
+
+	const int src = GetParam();
+	fd victim{tcp()};
+
+private:
+	std::optional<sourced_guard> sg_; // made after per_source's look at the sources
 };
 
 // Every source verifies identity differently (io_uring reads the cookie in
@@ -110,48 +184,31 @@ class GuardRace : public per_source
 // write.  The victim is entry 0, so it is in the first pass's sweep.
 TEST_P(GuardRace, NumberReusedInTheMiddleOfAPassIsNeverWrittenThrough)
 {
-	const int src = GetParam();
-	forced_source force(src == SOCKBUF_GUARD_SRC_BPF ? auto_source : src);
-	guard_id g(src == SOCKBUF_GUARD_SRC_BPF ? SOCKBUF_GUARD_BPF : 0);
-	ASSERT_GE(g.id, 0);
-	fd victim(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(victim, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, victim, &full_floor), 0);
 	std::vector<std::unique_ptr<fd>> others;
 	const struct sockbuf_floor small_floor = {4608, 2304};
 	for (int i = 0; i < 32; i++) {
 		others.push_back(std::make_unique<fd>(tcp()));
-		ASSERT_EQ(sockbuf_guard_add(g.id, *others.back(), &small_floor), 0);
+		ASSERT_EQ(sockbuf_guard_add(guard(), *others.back(), &small_floor), 0);
 	}
 	ASSERT_NO_FATAL_FAILURE(push_below(victim));
 
-	// The socket the program deliberately keeps small and locked.
-	fd other(tcp());
-	const int small = 4096;
-	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-	const int snd_before = sndbuf(other), rcv_before = rcvbuf(other);
-	const int lock_before = has_buf_lock() ? buflock(other) : 0;
+	kept_small other;
+	ASSERT_NO_FATAL_FAILURE(other.keep());
 
 	struct sockbuf_guard_report rep;
 	{
-		reuse_window w(victim, other);
-		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+		reuse_window w(victim, other.s);
+		ASSERT_EQ(sockbuf_guard_pass(guard(), &rep), 0);
 		ASSERT_TRUE(g_swapped) << "the window was never opened: no call on the number "
 					  "between the pass's read and a write";
 	}
 	EXPECT_EQ(rep.diag, src == auto_source ? rep.diag : src);
-	// The number now names `other`: not one byte of it changed.
-	EXPECT_EQ(sndbuf(victim), snd_before);
-	EXPECT_EQ(rcvbuf(victim), rcv_before);
-	if (has_buf_lock()) {
-		EXPECT_EQ(buflock(victim), lock_before) << "the other socket was unlocked";
-	}
+	other.expect_unchanged_through(victim);
 	EXPECT_EQ(rep.restored, 0);
 	EXPECT_EQ(rep.removed, 1);
 	EXPECT_EQ(rep.reused, 1);
 	struct sockbuf_guard_totals t;
-	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	ASSERT_EQ(sockbuf_guard_stats(guard(), &t), 0);
 	EXPECT_EQ(t.reused, 1u);
 	EXPECT_EQ(t.sockets, 32);
 }
@@ -180,13 +237,6 @@ const sockbuf::sys::hooks swap_after_check_hooks = {swap_after_check, nullptr, n
 
 TEST_P(GuardRace, NumberRepointedBetweenCheckAndWriteIsNeverWrittenThrough)
 {
-	const int src = GetParam();
-	forced_source force(src == SOCKBUF_GUARD_SRC_BPF ? auto_source : src);
-	guard_id g(src == SOCKBUF_GUARD_SRC_BPF ? SOCKBUF_GUARD_BPF : 0);
-	ASSERT_GE(g.id, 0);
-	fd victim(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(victim, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, victim, &full_floor), 0);
 	ASSERT_NO_FATAL_FAILURE(push_below(victim));
 	uint64_t cookie = 0;
 	socklen_t len = sizeof(cookie);
@@ -196,30 +246,19 @@ TEST_P(GuardRace, NumberRepointedBetweenCheckAndWriteIsNeverWrittenThrough)
 	fd victim_socket(::dup(victim));
 	ASSERT_GE(victim_socket.v, 0);
 
-	fd other(tcp());
-	const int small = 4096;
-	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	ASSERT_EQ(::setsockopt(other, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-	const int snd_before = sndbuf(other), rcv_before = rcvbuf(other);
-	const int lock_before = has_buf_lock() ? buflock(other) : 0;
+	kept_small other;
+	ASSERT_NO_FATAL_FAILURE(other.keep());
 
 	struct sockbuf_guard_report rep;
 	g_victim = victim.v;
-	g_other = other.v;
+	g_other = other.s.v;
 	g_victim_cookie = cookie;
 	g_swapped = false;
-	sockbuf::sys::set_hooks(&swap_after_check_hooks);
-	const int ret = sockbuf_guard_pass(g.id, &rep);
-	sockbuf::sys::set_hooks(nullptr);
+	const int ret = pass_hooked(guard(), swap_after_check_hooks, &rep);
 	g_victim = -1;
 	ASSERT_EQ(ret, 0);
 	ASSERT_TRUE(g_swapped) << "the window was never opened: no identity check on the victim";
-	// The number names `other` now: not one byte of it changed.
-	EXPECT_EQ(sndbuf(victim), snd_before) << "the restore wrote through the re-pointed number";
-	EXPECT_EQ(rcvbuf(victim), rcv_before);
-	if (has_buf_lock()) {
-		EXPECT_EQ(buflock(victim), lock_before) << "the other socket was unlocked";
-	}
+	other.expect_unchanged_through(victim);
 	// The socket checked is the socket written.
 	EXPECT_EQ(rep.restored, 1);
 	EXPECT_GE(sndbuf(victim_socket), floor_size);
@@ -251,17 +290,14 @@ TEST(GuardRestore, AtTheDescriptorLimitTheSpareSlotPinsTheSocket)
 	guard_id g(0);
 	ASSERT_GE(g.id, 0);
 	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, s));
 	struct stat st;
 	ASSERT_EQ(::fstat(s, &st), 0);
 	ASSERT_NO_FATAL_FAILURE(push_below(s));
 	static const sockbuf::sys::hooks no_fds = {nullptr, nullptr, nullptr,
 						   [](int) { return -EMFILE; }};
 	struct sockbuf_guard_report rep;
-	sockbuf::sys::set_hooks(&no_fds);
-	const int ret = sockbuf_guard_pass(g.id, &rep);
-	sockbuf::sys::set_hooks(nullptr);
+	const int ret = pass_hooked(g.id, no_fds, &rep);
 	ASSERT_EQ(ret, 0);
 	EXPECT_EQ(rep.below, 1);
 	EXPECT_EQ(rep.restored, 1) << "not restored at the descriptor limit";
@@ -283,8 +319,7 @@ TEST(GuardRemove, AfterCloseReuseAndAddRemovesTheSocketTheNumberNames)
 	guard_id g(0);
 	ASSERT_GE(g.id, 0);
 	fd first(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(first, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, first, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, first));
 
 	fd second(tcp());
 	ASSERT_EQ(::dup2(second, first), first.v); // the first socket closes
@@ -342,8 +377,7 @@ TEST(GuardBpfFork, ChildRemoveLeavesTheParentsSlot)
 	guard_id g(SOCKBUF_GUARD_BPF);
 	ASSERT_GE(g.id, 0);
 	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, s));
 	struct sockbuf_guard_report rep;
 	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
 	ASSERT_EQ(rep.diag, SOCKBUF_GUARD_SRC_BPF);
@@ -372,16 +406,52 @@ int g_entered = -1, g_release = -1;
 pid_t g_parent = 0;
 std::atomic<bool> g_held{false};
 
+// Holds the library's call that a hook is in (in this process, not a
+// child): says so on the gate's entered and waits until its release is
+// written (bounded: 10 s).  Whether it was held.
+bool hold_here()
+{
+	uint64_t one = 1;
+	if (::write(g_entered, &one, sizeof(one)) != sizeof(one))
+		return false;
+	struct pollfd p = {g_release, POLLIN, 0};
+	::poll(&p, 1, 10000);
+	return true;
+}
+
+// Where a hook holds a call of the library (hold_here()): the test's ends
+// of the two eventfds, given to the hooks while this lives.
+struct hold_gate {
+	fd entered{eventfd(0, EFD_CLOEXEC)}, release{eventfd(0, EFD_CLOEXEC)};
+	hold_gate()
+	{
+		g_entered = entered;
+		g_release = release;
+		g_parent = getpid();
+	}
+	~hold_gate() { g_entered = g_release = -1; }
+	hold_gate(const hold_gate &) = delete;
+	hold_gate &operator=(const hold_gate &) = delete;
+	bool ok() const { return entered.v >= 0 && release.v >= 0; }
+	// Waits (at most 10 s) for a call to be held: 1 when one is.
+	int held() const
+	{
+		struct pollfd p = {entered, POLLIN, 0};
+		return ::poll(&p, 1, 10000);
+	}
+	// Lets the held call go on; what write() returned.
+	ssize_t let_go() const
+	{
+		uint64_t one = 1;
+		return ::write(release, &one, sizeof(one));
+	}
+};
+
 int hold_get(int fd, int level, int name, void *, socklen_t *)
 {
 	(void)fd;
-	if (getpid() != g_parent || !is_size_read(level, name) || g_held.exchange(true))
-		return sockbuf::sys::pass;
-	uint64_t one = 1;
-	if (::write(g_entered, &one, sizeof(one)) != sizeof(one))
-		return sockbuf::sys::pass;
-	struct pollfd p = {g_release, POLLIN, 0};
-	::poll(&p, 1, 10000); // bounded: released by the test, or 10 s
+	if (getpid() == g_parent && is_size_read(level, name) && !g_held.exchange(true))
+		hold_here(); // released by the test
 	return sockbuf::sys::pass;
 }
 
@@ -393,19 +463,13 @@ TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 	guard_id g(SOCKBUF_GUARD_RUN_IN_CHILD);
 	ASSERT_GE(g.id, 0);
 	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
-	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC));
-	ASSERT_GE(entered.v, 0);
-	ASSERT_GE(release.v, 0);
-	g_entered = entered;
-	g_release = release;
-	g_parent = getpid();
+	ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, s));
+	hold_gate gate;
+	ASSERT_TRUE(gate.ok());
 	g_held = false;
 	sockbuf::sys::set_hooks(&hold_hooks);
 	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
-	struct pollfd p = {entered, POLLIN, 0};
-	ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the guard thread never began a pass";
+	ASSERT_EQ(gate.held(), 1) << "the guard thread never began a pass";
 
 	const pid_t pid = fork();
 	if (pid == 0) {
@@ -423,8 +487,7 @@ TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 			_exit(4);
 		_exit(sockbuf_guard_destroy(g.id) == 0 ? 0 : 5);
 	}
-	uint64_t one = 1;
-	EXPECT_EQ(::write(release, &one, sizeof(one)), ssize_t(sizeof(one)));
+	EXPECT_EQ(gate.let_go(), ssize_t(sizeof(uint64_t)));
 	sockbuf::sys::set_hooks(nullptr);
 	ASSERT_GE(pid, 0);
 	expect_child_exited_0(pid, "1: pass, 2: stats (the parent's thread is not the "
@@ -439,7 +502,6 @@ TEST(GuardFork, ChildForkedMidPassIsNotHeldUp)
 // run in reverse order of registration), lets it go on, so the fork
 // reaches the library's handler while the duplicate is open.  The child
 // reports whether the duplicate's number names the socket.
-int g_write_entered = -1, g_write_release = -1;
 std::atomic<int> g_pin{-1};
 std::atomic<bool> g_fork_armed{false};
 
@@ -448,19 +510,14 @@ int hold_write(int fd, int, int, const void *, socklen_t)
 	if (getpid() != g_parent || g_pin.load() >= 0)
 		return sockbuf::sys::pass;
 	g_pin = fd;
-	uint64_t one = 1;
-	if (::write(g_write_entered, &one, sizeof(one)) != sizeof(one))
-		return sockbuf::sys::pass;
-	struct pollfd p = {g_write_release, POLLIN, 0};
-	::poll(&p, 1, 10000); // bounded: released by the fork handler, or 10 s
+	hold_here(); // released by the fork handler
 	return sockbuf::sys::pass;
 }
 
 void release_write_at_fork()
 {
 	uint64_t one = 1;
-	if (g_fork_armed.exchange(false) &&
-	    ::write(g_write_release, &one, sizeof(one)) != sizeof(one))
+	if (g_fork_armed.exchange(false) && ::write(g_release, &one, sizeof(one)) != sizeof(one))
 		std::abort();
 }
 
@@ -473,24 +530,18 @@ TEST(GuardFork, ChildForkedMidRestoreGetsNoCopyOfTheSocket)
 	static std::once_flag registered;
 	std::call_once(registered, [] { pthread_atfork(release_write_at_fork, nullptr, nullptr); });
 	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
+	ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, s));
 	ASSERT_NO_FATAL_FAILURE(push_below(s));
 	uint64_t cookie = 0;
 	socklen_t len = sizeof(cookie);
 	ASSERT_EQ(::getsockopt(s, SOL_SOCKET, SO_COOKIE, &cookie, &len), 0);
-	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC));
-	ASSERT_GE(entered.v, 0);
-	ASSERT_GE(release.v, 0);
-	g_write_entered = entered;
-	g_write_release = release;
-	g_parent = getpid();
+	hold_gate gate;
+	ASSERT_TRUE(gate.ok());
 	g_pin = -1;
 	sockbuf::sys::set_hooks(&hold_write_hooks);
 	struct sockbuf_guard_report rep = {};
 	std::thread pass([&] { (void)sockbuf_guard_pass(g.id, &rep); });
-	struct pollfd p = {entered, POLLIN, 0};
-	const int began = ::poll(&p, 1, 10000);
+	const int began = gate.held();
 	const int pin = g_pin.load();
 	g_fork_armed = true;
 	const pid_t pid = began == 1 ? fork() : -1;
@@ -519,20 +570,17 @@ TEST(GuardRemove, AddAndRemoveDoNotWaitForAPassInFlight)
 	ASSERT_GE(g.id, 0);
 	fd s(tcp()), t(tcp());
 	ASSERT_EQ(sockbuf_guard_add(g.id, s, &full_floor), 0);
-	fd entered(eventfd(0, EFD_CLOEXEC)), release(eventfd(0, EFD_CLOEXEC)),
-	    done(eventfd(0, EFD_CLOEXEC));
+	hold_gate gate;
+	fd done(eventfd(0, EFD_CLOEXEC));
+	ASSERT_TRUE(gate.ok());
 	ASSERT_GE(done.v, 0);
-	g_entered = entered;
-	g_release = release;
-	g_parent = getpid();
 	g_held = false;
 	sockbuf::sys::set_hooks(&hold_hooks);
 	std::thread passer([&] {
 		struct sockbuf_guard_report rep;
 		sockbuf_guard_pass(g.id, &rep);
 	});
-	struct pollfd p = {entered, POLLIN, 0};
-	EXPECT_EQ(::poll(&p, 1, 10000), 1) << "the pass never began";
+	EXPECT_EQ(gate.held(), 1) << "the pass never began";
 	int add = 1, rem = 1;
 	std::thread caller([&] {
 		add = sockbuf_guard_add(g.id, t, &full_floor);
@@ -542,8 +590,7 @@ TEST(GuardRemove, AddAndRemoveDoNotWaitForAPassInFlight)
 	});
 	struct pollfd d = {done, POLLIN, 0};
 	const int returned = ::poll(&d, 1, 2000);
-	uint64_t one = 1;
-	EXPECT_EQ(::write(release, &one, sizeof(one)), ssize_t(sizeof(one)));
+	EXPECT_EQ(gate.let_go(), ssize_t(sizeof(uint64_t)));
 	caller.join();
 	passer.join();
 	sockbuf::sys::set_hooks(nullptr);
@@ -585,8 +632,7 @@ TEST(GuardRestore, OneRestoreReadsAtMostTwiceBesidesTheIdentity)
 		guard_id g(0);
 		ASSERT_GE(g.id, 0);
 		fd s(tcp());
-		ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, floor_size, 0, nullptr), 0);
-		ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+		ASSERT_NO_FATAL_FAILURE(add_at_floor(g.id, s, fl));
 		struct sockbuf_guard_report rep;
 		ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the ring and sweep settle
 		ASSERT_NO_FATAL_FAILURE(push_below(s));
@@ -596,9 +642,7 @@ TEST(GuardRestore, OneRestoreReadsAtMostTwiceBesidesTheIdentity)
 		}
 		g_gets = 0;
 		g_sets = 0;
-		sockbuf::sys::set_hooks(&count_hooks);
-		const int ret = sockbuf_guard_pass(g.id, &rep);
-		sockbuf::sys::set_hooks(nullptr);
+		const int ret = pass_hooked(g.id, count_hooks, &rep);
 		ASSERT_EQ(ret, 0);
 		EXPECT_EQ(rep.restored, fl.rcv ? 2 : 1);
 		EXPECT_GE(sndbuf(s), floor_size);

@@ -20,7 +20,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -115,6 +114,16 @@ struct events_rig {
 	}
 };
 
+struct events_totals {
+	struct sockbuf_guard_event_totals ev = {};
+	struct sockbuf_guard_totals t = {};
+	explicit events_totals(int g)
+	{
+		EXPECT_EQ(sockbuf_guard_event_stats(g, &ev), 0);
+		EXPECT_EQ(sockbuf_guard_stats(g, &t), 0);
+	}
+};
+
 // The rig in the caller's loop: the guard's timerfd (polling interval
 // 10 ms), opened before anything is cut, and the report of its pass.
 struct timerfd_rig : events_rig {
@@ -127,15 +136,23 @@ struct timerfd_rig : events_rig {
 		return ::poll(&p, 1, ms);
 	}
 	int pass() { return sockbuf_guard_pass(g.id, &rep); }
-};
-
-struct events_totals {
-	struct sockbuf_guard_event_totals ev = {};
-	struct sockbuf_guard_totals t = {};
-	explicit events_totals(int g)
+	bool ready() const { return ok && efd >= 0; }
+	// A cut, the timerfd readable on its record within 5 s (else @why),
+	// and the pass the caller then calls (its report in rep).
+	void cut_recorded(const char *why = "no record within 5 s")
 	{
-		EXPECT_EQ(sockbuf_guard_event_stats(g, &ev), 0);
-		EXPECT_EQ(sockbuf_guard_stats(g, &t), 0);
+		ASSERT_NO_FATAL_FAILURE(cut());
+		ASSERT_EQ(poll(5000), 1) << why;
+		ASSERT_EQ(pass(), 0);
+	}
+	// A mark that sticks: the clear after the next cut and its retry
+	// fail (through the seam), so the socket posts no record until a
+	// round clears it.  Ends with that cut's round.
+	void stick_mark()
+	{
+		ASSERT_EQ(sockbuf::guard::fail_clears_for_test(g.id, 2), 0);
+		ASSERT_NO_FATAL_FAILURE(cut_recorded());
+		ASSERT_EQ(events_totals(g.id).ev.clear_failed, 2u) << "the mark did not stick";
 	}
 };
 
@@ -265,8 +282,7 @@ TEST(GuardEvents, OneRecordPerCutSocketUntilTheGuardLooks)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	timerfd_rig r;
-	ASSERT_TRUE(r.ok);
-	ASSERT_GE(r.efd, 0);
+	ASSERT_TRUE(r.ready());
 	ASSERT_NO_FATAL_FAILURE(push_below(r.c.p.client));
 	for (int k = 0; k < 4; k++)
 		ASSERT_NO_FATAL_FAILURE(traffic(r.c.p));
@@ -284,8 +300,7 @@ TEST(GuardEvents, SocketClosedWhileItsRecordIsInFlightIsDropped)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	timerfd_rig r;
-	ASSERT_TRUE(r.ok);
-	ASSERT_GE(r.efd, 0);
+	ASSERT_TRUE(r.ready());
 	ASSERT_NO_FATAL_FAILURE(r.cut());
 	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
 	// The record waits; the socket it names goes, another takes its number.
@@ -309,11 +324,7 @@ TEST(GuardEvents, SocketClosedWhileItsRecordIsInFlightIsDropped)
 // pass is a full one, which finds the socket no record named.
 TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK";
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	guard_id g(SOCKBUF_GUARD_EVENTS);
 	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
 	fd s(tcp());
@@ -345,19 +356,11 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	timerfd_rig r;
-	ASSERT_TRUE(r.ok);
-	ASSERT_GE(r.efd, 0);
+	ASSERT_TRUE(r.ready());
 
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(r.cut());
-	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
-	ASSERT_EQ(r.pass(), 0);
+	ASSERT_NO_FATAL_FAILURE(r.stick_mark());
 	EXPECT_EQ(r.rep.restored, 1);
-	{
-		events_totals e(r.g.id);
-		EXPECT_EQ(e.ev.records, 1u);
-		EXPECT_EQ(e.ev.clear_failed, 2u);
-	}
+	EXPECT_EQ(events_totals(r.g.id).ev.records, 1u);
 
 	// Cut again while the mark is still set: no record can come.  The
 	// next round (the timer has not fired, nothing else named) looks at
@@ -369,9 +372,8 @@ TEST(GuardEvents, FailedClearIsRetriedEachRoundUntilTheSocketPostsAgain)
 	EXPECT_GE(sndbuf(r.c.p.client), floor_size);
 
 	// Cleared now: a third cut posts a record of its own.
-	ASSERT_NO_FATAL_FAILURE(r.cut());
-	ASSERT_EQ(r.poll(5000), 1) << "the socket posts no record after its mark was cleared";
-	ASSERT_EQ(r.pass(), 0);
+	ASSERT_NO_FATAL_FAILURE(
+	    r.cut_recorded("the socket posts no record after its mark was cleared"));
 	EXPECT_EQ(r.rep.restored, 1);
 	events_totals e(r.g.id);
 	EXPECT_EQ(e.ev.records, 2u);
@@ -387,13 +389,8 @@ TEST(GuardEvents, StuckMarkWakesTheTimerfdLoopAtThePollingInterval)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	timerfd_rig r;
-	ASSERT_TRUE(r.ok);
-	ASSERT_GE(r.efd, 0);
-	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 2), 0);
-	ASSERT_NO_FATAL_FAILURE(r.cut());
-	ASSERT_EQ(r.poll(5000), 1) << "no record within 5 s";
-	ASSERT_EQ(r.pass(), 0);
-	ASSERT_EQ(events_totals(r.g.id).ev.clear_failed, 2u) << "the mark did not stick";
+	ASSERT_TRUE(r.ready());
+	ASSERT_NO_FATAL_FAILURE(r.stick_mark());
 	// Cut again: no record can come, yet the loop is woken.
 	ASSERT_NO_FATAL_FAILURE(r.cut());
 	const auto t0 = std::chrono::steady_clock::now();
@@ -442,13 +439,11 @@ TEST(GuardEvents, FailedClearIsRetriedAtOnce)
 {
 	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	timerfd_rig r;
-	ASSERT_TRUE(r.ok);
-	ASSERT_GE(r.efd, 0);
+	ASSERT_TRUE(r.ready());
 	ASSERT_EQ(sockbuf::guard::fail_clears_for_test(r.g.id, 1), 0);
 	for (int cut = 0; cut < 2; cut++) {
-		ASSERT_NO_FATAL_FAILURE(r.cut());
-		ASSERT_EQ(r.poll(5000), 1) << "cut " << cut << ": no record within 5 s";
-		ASSERT_EQ(r.pass(), 0);
+		SCOPED_TRACE("cut " + std::to_string(cut));
+		ASSERT_NO_FATAL_FAILURE(r.cut_recorded());
 		EXPECT_EQ(r.rep.restored, 1);
 	}
 	events_totals e(r.g.id);
@@ -557,11 +552,7 @@ long long memcg_number(const std::string &dir, const char *file, const char *key
 // found below was restored, and that at least one record came.
 TEST(GuardEvents, MemcgCutIsRestoredFromARecord)
 {
-	const std::string why = events_missing();
-	if (!why.empty())
-		GTEST_SKIP() << why;
-	if (!has_buf_lock())
-		GTEST_SKIP() << "no SO_BUF_LOCK";
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
 	const std::string parent = own_cgroup();
 	if (parent.empty() ||
 	    read_text(parent + "/cgroup.subtree_control").find("memory") == std::string::npos)

@@ -17,24 +17,20 @@ scenario_spec scenario_cuts()
 		"guarded sockets cut from outside at random times (setsockopt, SO_BUF_LOCK), "
 		"one connection per guard mode, the daemon's included",
 		[](const profile &p, scenario_plan *plan) {
-			plan->arms = arms_times(1);
+			plan_one_flow(p,
+				      {.seconds = {4, 12},
+				       .bytes = {48ull << 20, 160ull << 20},
+				       .sp = {.burst_bytes = 64 << 10, .burst_gap_us = 5000},
+				       .no_growth_reason =
+					   "paced flows (64 KiB every 5 ms): the initial size "
+					   "carries them; this scenario is about cuts"},
+				      plan);
 			for (int i = 0; i < 3; i++)
 				plan->arms.push_back(arm::lib_initial);
-			plan->sizes = default_sizes();
-			plan->seconds = p.quick ? 4 : 12;
 			plan->cuts.count = p.quick ? 48 : 200;
 			plan->cuts.start_s = 0.5;
 			plan->cuts.end_s = plan->seconds - 1;
 			plan->daemon_mode = true;
-			plan->needs_growth = false;
-			plan->no_growth_reason =
-			    "paced flows (64 KiB every 5 ms): the initial size "
-			    "carries them; this scenario is about cuts";
-			send_policy sp;
-			sp.burst_bytes = 64 << 10;
-			sp.burst_gap_us = 5000;
-			plan->traffic =
-			    flow_traffic(p.quick ? (48ull << 20) : (160ull << 20), sp, {}, 2);
 			return std::string();
 		}};
 }

@@ -13,12 +13,8 @@ scenario_spec scenario_shaped()
 {
 	return {"shaped", "bulk flows through tc tbf 200 Mbit/s",
 		[](const profile &p, scenario_plan *plan) {
-			plan->arms = arms_times(1);
-			plan->sizes = default_sizes();
-			plan->needs_growth = true;
-			plan->seconds = p.quick ? 2 : 20;
-			plan->traffic =
-			    flow_traffic(p.quick ? (32ull << 20) : (512ull << 20), {}, {}, 2);
+			plan_one_flow(p, {.seconds = {2, 20}, .bytes = {32ull << 20, 512ull << 20}},
+				      plan);
 			plan->prepare = [plan]() -> std::string {
 				std::string out;
 				int st = run_program({"tc", "qdisc", "add", "dev", "lo", "root",

@@ -43,20 +43,13 @@ constexpr int64_t inject_at_ms = 200;
 // (@paced), or a bulk flow at full speed that makes buffers grow.
 scenario_spec spec(bool paced)
 {
-	return {name, "one flow per arm", [paced](const profile &, scenario_plan *plan) {
-			plan->arms = arms_times(1);
-			plan->sizes = default_sizes();
-			plan->seconds = 3;
-			plan->needs_growth = true;
-			read_policy rp;
-			if (paced) {
-				rp.chunk = 64 << 10;
-				rp.gap_us = 1000;
-			}
-			plan->traffic =
-			    flow_traffic(paced ? (24ull << 20) : (256ull << 20), {}, rp, 2);
-			return std::string();
-		}};
+	if (paced)
+		return one_flow_scenario(name, "one flow per arm",
+					 {.seconds = {3, 3},
+					  .bytes = {24ull << 20, 24ull << 20},
+					  .rp = {.chunk = 64 << 10, .gap_us = 1000}});
+	return one_flow_scenario(name, "one flow per arm",
+				 {.seconds = {3, 3}, .bytes = {256ull << 20, 256ull << 20}});
 }
 
 // @driver: the floor guard's driver of the library arm's one connection
@@ -84,6 +77,19 @@ void lower(int fd, bool snd, bool rcv)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small_request, sizeof(small_request));
 	if (rcv)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small_request, sizeof(small_request));
+}
+
+// Hooks that do @act to the socket of arm @a and role @r at one moment of
+// its set-up: @when is &setup_hooks::after_call or ::before_handshake.
+run_hooks at_setup(std::function<void(const socket_record &)> setup_hooks::*when, arm a, role r,
+		   void (*act)(int fd))
+{
+	run_hooks h;
+	h.setup.*when = [=](const socket_record &s) {
+		if (s.a == a && s.r == r)
+			act(s.fd);
+	};
+	return h;
 }
 
 // Lowers both buffers of every socket of @a to a small locked size from
@@ -522,12 +528,8 @@ TEST(SuiteFails, BufferChangedRightAfterTheCallFailsC1Library)
 	// Something else locks the client's receive buffer at half the size
 	// between sockbuf_set_initial_bufsize() returning and the suite's
 	// read-back: the kernel no longer holds what the report states.
-	run_hooks h;
-	h.setup.after_call = [](const socket_record &s) {
-		if (s.a == arm::lib_initial && s.r == role::client)
-			lower(s.fd, false, true);
-	};
-	scenario_result r = run(h);
+	scenario_result r = run(at_setup(&setup_hooks::after_call, arm::lib_initial, role::client,
+					 [](int fd) { lower(fd, false, true); }));
 	verdict v = judge_c1(r);
 	expect_violation_about(v.lib, "C1", "/lib_initial/c", "SO_RCVBUF read after the call",
 			       small_stored, 131072);
@@ -539,12 +541,8 @@ TEST(SuiteFails, ListenerChangedBeforeAcceptFailsC4Library)
 {
 	// The library's listener is locked at half the floor after setup and
 	// before listen(): accepted sockets inherit that, not the floor.
-	run_hooks h;
-	h.setup.before_handshake = [](const socket_record &s) {
-		if (s.a == arm::lib_initial && s.r == role::listener)
-			lower(s.fd, true, true);
-	};
-	scenario_result r = run(h);
+	scenario_result r = run(at_setup(&setup_hooks::before_handshake, arm::lib_initial,
+					 role::listener, [](int fd) { lower(fd, true, true); }));
 	ASSERT_TRUE(r.data.ok());
 	verdict v = judge_c4(r);
 	expect_violation_about(v.lib, "C4", "/lib_initial/c",
@@ -560,12 +558,8 @@ TEST(SuiteFails, SmallLockedClientBeforeConnectFailsC5Library)
 {
 	// A small locked receive buffer on the library's client before
 	// connect(): it announces a smaller window scale than untouched.
-	run_hooks h;
-	h.setup.before_handshake = [](const socket_record &s) {
-		if (s.a == arm::lib_initial && s.r == role::client)
-			lower(s.fd, false, true);
-	};
-	scenario_result r = run(h);
+	scenario_result r = run(at_setup(&setup_hooks::before_handshake, arm::lib_initial,
+					 role::client, [](int fd) { lower(fd, false, true); }));
 	ASSERT_TRUE(r.data.ok());
 	verdict v = judge_c5(r);
 	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
@@ -698,12 +692,8 @@ TEST(SuiteFails, ScenarioAbortedAtSetupFailsAndJudgesNoClause)
 {
 	// The raw arm's client is made a listener before connect(): the
 	// kernel refuses the connection and the scenario stops at setup.
-	run_hooks h;
-	h.setup.before_handshake = [](const socket_record &s) {
-		if (s.a == arm::raw_unlock && s.r == role::client)
-			listen(s.fd, 1);
-	};
-	scenario_result r = run(h);
+	scenario_result r = run(at_setup(&setup_hooks::before_handshake, arm::raw_unlock,
+					 role::client, [](int fd) { listen(fd, 1); }));
 	ASSERT_FALSE(r.aborted.empty());
 	EXPECT_EQ(r.aborted.rfind("connect: ", 0), 0u) << r.aborted;
 	EXPECT_EQ(r.data.flows, 0u);

@@ -55,24 +55,39 @@ TEST(Dips, NearestRankPercentiles)
 	EXPECT_EQ(none.max_us, 0);
 }
 
-TEST(Dips, OneDipPerBufferOverBothSources)
+// A buffer's samples in order (time in us, whether under the floor), and
+// when sampling stopped.
+struct sample {
+	int64_t us;
+	bool under;
+};
+
+dip_log logged(std::initializer_list<sample> samples, int64_t end_us)
 {
 	dip_log l;
+	for (const sample &s : samples)
+		l.note(s.us, s.under);
+	l.end(end_us);
+	return l;
+}
+
+TEST(Dips, OneDipPerBufferOverBothSources)
+{
 	// Cycle 10: both sources under; cycle 20: getsockopt reads it back
 	// at the floor but inet_diag under, in either order: the dip goes on.
-	l.note(10, true);
-	l.note(10, true);
-	l.note(20, false);
-	l.note(20, true);
-	l.note(30, true);
-	l.note(30, false);
 	// Cycle 40: both at the floor; cycle 50 under again: a second dip.
-	l.note(40, false);
-	l.note(40, false);
-	l.note(50, true);
-	l.note(60, false);
-	l.note(70, true);
-	l.end(80);
+	const dip_log l = logged({{10, true},
+				  {10, true},
+				  {20, false},
+				  {20, true},
+				  {30, true},
+				  {30, false},
+				  {40, false},
+				  {40, false},
+				  {50, true},
+				  {60, false},
+				  {70, true}},
+				 80);
 	ASSERT_EQ(l.dips.size(), 3u);
 	EXPECT_EQ(l.dips[0].first_us, 10);
 	EXPECT_EQ(l.dips[0].seen_us(), 20) << "first to last sample under the floor";
@@ -107,14 +122,8 @@ TEST(Dips, UpperBoundStartsAfterTheSampleAboveOfAnEarlierCycle)
 	// Cycle 10 reads above with both sources; cycle 20 reads above with
 	// getsockopt and under with inet_diag (under wins): the dip began
 	// after 10, not after 20.
-	dip_log l;
-	l.note(10, false);
-	l.note(10, false);
-	l.note(20, false);
-	l.note(20, true);
-	l.note(30, false);
-	l.note(30, false);
-	l.end(40);
+	const dip_log l = logged(
+	    {{10, false}, {10, false}, {20, false}, {20, true}, {30, false}, {30, false}}, 40);
 	ASSERT_EQ(l.dips.size(), 1u);
 	EXPECT_EQ(l.dips[0].before_us, 10);
 	EXPECT_EQ(l.dips[0].after_us, 30);

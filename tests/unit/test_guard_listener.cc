@@ -121,9 +121,21 @@ void skip_without_buf_lock()
 
 } // namespace
 
-// With inet_diag (the default) and without it (the descriptor table walk).
+// With inet_diag (the default) and without it (the descriptor table walk):
+// a guard and a listener on 127.0.0.1 for it to watch at fl.
 class GuardListener : public ::testing::TestWithParam<unsigned int>
 {
+protected:
+	void SetUp() override
+	{
+		ASSERT_GE(g.id, 0);
+		ASSERT_GE(l, 0);
+	}
+	void watch() const { ASSERT_EQ(sockbuf_guard_add_listener(g.id, l, &fl), 0); }
+
+	guard_id g{GetParam()};
+	fd l{listen_on(lo, 0)};
+	struct sockbuf_floor fl = {floor_size, 0};
 };
 
 INSTANTIATE_TEST_SUITE_P(Sources, GuardListener,
@@ -139,19 +151,14 @@ TEST_P(GuardListener, AcceptedByAnotherThreadIsRestoredOthersUntouched)
 	skip_without_buf_lock();
 	if (IsSkipped())
 		return;
-	guard_id g(GetParam());
-	ASSERT_GE(g.id, 0);
-	fd l1(listen_on(lo, 0));
-	ASSERT_GE(l1, 0);
-	const uint16_t port = port_of(l1);
+	const uint16_t port = port_of(l);
 	fd same_port(listen_on(lo2, port)); // another listener, same port, other address
 	ASSERT_GE(same_port, 0) << "bind 127.0.0.2:" << port;
 	fd other_port(listen_on(lo, 0));
 	ASSERT_GE(other_port, 0);
 
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add_listener(g.id, l1, &fl), 0);
-	acceptor a1(l1), a2(same_port), a3(other_port);
+	ASSERT_NO_FATAL_FAILURE(watch());
+	acceptor a1(l), a2(same_port), a3(other_port);
 	fd c1(connect_to(lo, port)), c2(connect_to(lo2, port)),
 	    c3(connect_to(lo, port_of(other_port)));
 	ASSERT_GE(c1, 0);
@@ -197,13 +204,8 @@ TEST_P(GuardListener, BackgroundThreadRestoresAConnectionItNeverSawAccepted)
 	skip_without_buf_lock();
 	if (IsSkipped())
 		return;
-	guard_id g(GetParam());
-	ASSERT_GE(g.id, 0);
-	fd l(listen_on(lo, 0));
-	ASSERT_GE(l, 0);
 	ASSERT_EQ(sockbuf_set_initial_bufsize(l, floor_size, 0, 0, nullptr), 0);
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add_listener(g.id, l, &fl), 0);
+	ASSERT_NO_FATAL_FAILURE(watch());
 	ASSERT_EQ(sockbuf_guard_start(g.id, 2000), 0);
 	acceptor a(l);
 	fd c(connect_to(lo, port_of(l)));
@@ -228,12 +230,7 @@ TEST_P(GuardListener, BackgroundThreadRestoresAConnectionItNeverSawAccepted)
 // never taken.
 TEST_P(GuardListener, AnotherProcesssConnectionIsNotTaken)
 {
-	guard_id g(GetParam());
-	ASSERT_GE(g.id, 0);
-	fd l(listen_on(lo, 0));
-	ASSERT_GE(l, 0);
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add_listener(g.id, l, &fl), 0);
+	ASSERT_NO_FATAL_FAILURE(watch());
 	int ready[2], hold[2];
 	ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
 	ASSERT_EQ(::pipe2(hold, O_CLOEXEC), 0);
@@ -269,12 +266,7 @@ TEST_P(GuardListener, AnotherProcesssConnectionIsNotTaken)
 // with sockbuf_guard_remove() on it; the connections taken stay guarded.
 TEST_P(GuardListener, WatchEndsWithItsListener)
 {
-	guard_id g(GetParam());
-	ASSERT_GE(g.id, 0);
-	fd l(listen_on(lo, 0));
-	ASSERT_GE(l, 0);
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add_listener(g.id, l, &fl), 0);
+	ASSERT_NO_FATAL_FAILURE(watch());
 	EXPECT_EQ(sockbuf_guard_add_listener(g.id, l, &fl), -EEXIST);
 	fd c(connect_to(lo, port_of(l)));
 	ASSERT_GE(c, 0);

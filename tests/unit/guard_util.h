@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What the floor guard's tests share: a guard that is destroyed on scope
-// exit, a size source forced through the seam, a refused io_uring, and why
+// exit, one guarding a socket, a size source forced through the seam, a refused io_uring, and why
 // a source is missing on this kernel (for a reported skip).
 #pragma once
 
@@ -36,6 +36,22 @@ struct guard_id {
 	}
 	guard_id(const guard_id &) = delete;
 	guard_id &operator=(const guard_id &) = delete;
+};
+
+// A guard of @flags over one TCP socket with a send floor of floor_size;
+// @initial: the socket set to that size first.  added: all of it worked.
+struct guarded_socket {
+	guard_id g;
+	fd s;
+	bool added = false;
+	explicit guarded_socket(unsigned int flags, bool initial = false) : g(flags), s(tcp())
+	{
+		const struct sockbuf_floor fl = {floor_size, 0};
+		added =
+		    g.id >= 0 && s >= 0 &&
+		    (!initial || sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) == 0) &&
+		    sockbuf_guard_add(g.id, s, &fl) == 0;
+	}
 };
 
 // Pushes a buffer below its floor the way a caller (or BPF) would: a plain

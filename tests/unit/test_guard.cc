@@ -19,7 +19,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -309,32 +308,28 @@ TEST(GuardUring, ForkedChildMakesItsOwnRing)
 		GTEST_SKIP()
 		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
 	forced_source force(SOCKBUF_GUARD_SRC_URING);
-	guard_id g(SOCKBUF_GUARD_RUN_IN_CHILD);
-	ASSERT_GE(g.id, 0);
-	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	guarded_socket gs(SOCKBUF_GUARD_RUN_IN_CHILD, true);
+	ASSERT_TRUE(gs.added);
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0); // the parent's ring exists
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0); // the parent's ring exists
 	ASSERT_EQ(rep.diag, SOCKBUF_GUARD_SRC_URING);
-	push_below(s);
+	push_below(gs.s);
 	pid_t pid = ::fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		struct sockbuf_guard_report r;
-		int ret = sockbuf_guard_pass(g.id, &r);
+		int ret = sockbuf_guard_pass(gs.g.id, &r);
 		_exit(ret == 0 && r.diag == SOCKBUF_GUARD_SRC_URING && r.restored == 1 ? 0 : 1);
 	}
 	ASSERT_NO_FATAL_FAILURE(
 	    expect_child_exited_0(pid, "the child's pass did not restore through io_uring"));
-	EXPECT_GE(sndbuf(s), floor_size);
-	push_below(s);
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	EXPECT_GE(sndbuf(gs.s), floor_size);
+	push_below(gs.s);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.diag, SOCKBUF_GUARD_SRC_URING);
 	EXPECT_EQ(rep.restored, 1);
 	struct sockbuf_guard_totals t;
-	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
 	EXPECT_EQ(t.uring_err, 0);
 }
 
@@ -495,25 +490,21 @@ TEST(GuardDrive, TimerfdInAPollLoop)
 	if (!has_buf_lock())
 		GTEST_SKIP()
 		    << "kernel has no SO_BUF_LOCK: a send floor cannot be restored unlocked";
-	guard_id g(0);
-	ASSERT_GE(g.id, 0);
-	fd s(tcp());
-	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	guarded_socket gs(0, true);
+	ASSERT_TRUE(gs.added);
 	// 200 ms: long enough that the timer cannot fire again between the
 	// pass and the check that the pass consumed it.
-	int tfd = sockbuf_guard_timerfd(g.id, 200'000);
+	int tfd = sockbuf_guard_timerfd(gs.g.id, 200'000);
 	ASSERT_GE(tfd, 0);
-	EXPECT_EQ(sockbuf_guard_timerfd(g.id, 1000), -EALREADY);
-	EXPECT_EQ(sockbuf_guard_start(g.id, 1000), -EALREADY);
-	push_below(s);
+	EXPECT_EQ(sockbuf_guard_timerfd(gs.g.id, 1000), -EALREADY);
+	EXPECT_EQ(sockbuf_guard_start(gs.g.id, 1000), -EALREADY);
+	push_below(gs.s);
 	struct pollfd pfd = {tfd, POLLIN, 0};
 	ASSERT_EQ(::poll(&pfd, 1, 2000), 1) << "timer never fired";
 	struct sockbuf_guard_report rep;
-	ASSERT_EQ(sockbuf_guard_pass(g.id, &rep), 0);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, &rep), 0);
 	EXPECT_EQ(rep.restored, 1);
-	EXPECT_GE(sndbuf(s), floor_size);
+	EXPECT_GE(sndbuf(gs.s), floor_size);
 	// The pass consumed the expiration: not readable right away.
 	pfd.revents = 0;
 	EXPECT_EQ(::poll(&pfd, 1, 0), 0);
@@ -555,21 +546,18 @@ TEST(GuardDrive, BackgroundThreadRestoresAndDestroyStopsIt)
 // the previous one began), never more than the loop really waited.
 TEST(GuardDrive, LateLoopIsReported)
 {
-	guard_id g(0);
-	ASSERT_GE(g.id, 0);
-	fd s(tcp());
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
-	ASSERT_GE(sockbuf_guard_timerfd(g.id, 10'000), 0);
-	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	guarded_socket gs(0);
+	ASSERT_TRUE(gs.added);
+	ASSERT_GE(sockbuf_guard_timerfd(gs.g.id, 10'000), 0);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
 	const auto first = std::chrono::steady_clock::now();
 	// The loop is busy elsewhere for 150 ms: that is the lateness under
 	// test, not a wait for something to happen.
 	::poll(nullptr, 0, 150);
 	const auto second = std::chrono::steady_clock::now();
-	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
 	struct sockbuf_guard_totals t = {};
-	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
 	EXPECT_GE(t.max_late_us, 150'000u - 10'000u - 5'000u) << "the late pass went unreported";
 	const auto waited_us =
 	    std::chrono::duration_cast<std::chrono::microseconds>(second - first).count();
@@ -581,16 +569,13 @@ TEST(GuardDrive, LateLoopIsReported)
 // is late, however far apart they are.
 TEST(GuardDrive, NoDriverNothingLate)
 {
-	guard_id g(0);
-	ASSERT_GE(g.id, 0);
-	fd s(tcp());
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
-	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	guarded_socket gs(0);
+	ASSERT_TRUE(gs.added);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
 	::poll(nullptr, 0, 100);
-	ASSERT_EQ(sockbuf_guard_pass(g.id, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_pass(gs.g.id, nullptr), 0);
 	struct sockbuf_guard_totals t = {};
-	ASSERT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
 	EXPECT_EQ(t.max_late_us, 0u);
 }
 
@@ -636,26 +621,23 @@ TEST(GuardDrive, ThreadIsNamedSockbufGuard)
 // later is not counted as 300 ms late.
 TEST(GuardDrive, RestartedThreadOwesNothing)
 {
-	guard_id g(0);
-	ASSERT_GE(g.id, 0);
-	fd s(tcp());
-	struct sockbuf_floor fl = {floor_size, 0};
-	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	guarded_socket gs(0);
+	ASSERT_TRUE(gs.added);
 	auto passes_at_least = [&](uint64_t n) {
 		struct sockbuf_guard_totals t = {};
 		for (int i = 0; i < 4000 && t.passes < n; i++) {
 			::poll(nullptr, 0, 1);
-			EXPECT_EQ(sockbuf_guard_stats(g.id, &t), 0);
+			EXPECT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
 		}
 		return t;
 	};
-	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
+	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
 	ASSERT_GE(passes_at_least(3).passes, 3u) << "no passes within 4 s";
-	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	ASSERT_EQ(sockbuf_guard_stop(gs.g.id), 0);
 	::poll(nullptr, 0, 300);
 	struct sockbuf_guard_totals before = {};
-	ASSERT_EQ(sockbuf_guard_stats(g.id, &before), 0);
-	ASSERT_EQ(sockbuf_guard_start(g.id, 1000), 0);
+	ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &before), 0);
+	ASSERT_EQ(sockbuf_guard_start(gs.g.id, 1000), 0);
 	const struct sockbuf_guard_totals after = passes_at_least(before.passes + 2);
 	ASSERT_GE(after.passes, before.passes + 2) << "no passes within 4 s of the restart";
 	EXPECT_LT(after.max_late_us, 250'000u) << "the stopped time was counted as lateness";

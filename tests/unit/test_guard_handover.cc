@@ -205,21 +205,16 @@ struct sockbuf_guard_daemon_totals wait_for_handover(int guard)
 	return dm;
 }
 
-// A guard over one socket with a send floor, driven by a timerfd.
-struct guarded {
-	guard_id g;
-	fd s;
+// A guard over one socket at its send floor, driven by a timerfd when
+// @drive.
+struct guarded : guarded_socket {
 	int tfd = -1;
-	explicit guarded(unsigned int flags, bool drive = true) : g(flags), s(tcp())
+	explicit guarded(unsigned int flags, bool drive = true) : guarded_socket(flags, true)
 	{
-		if (g.id < 0 || sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr) != 0)
-			return;
-		struct sockbuf_floor fl = {floor_size, 0};
-		if (sockbuf_guard_add(g.id, s, &fl) != 0)
-			return;
-		tfd = drive ? sockbuf_guard_timerfd(g.id, 1000) : 0;
+		if (added)
+			tfd = drive ? sockbuf_guard_timerfd(g.id, 1000) : 0;
 	}
-	bool ok() const { return g.id >= 0 && tfd >= 0; }
+	bool ok() const { return added && tfd >= 0; }
 };
 
 // What most tests here start from: a stand-in daemon, announced (its

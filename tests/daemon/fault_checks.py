@@ -677,7 +677,7 @@ def limit_checks(lab, proc, fd, F, limit, label):
               " -- DAEMON BUG: a socket left at its owner's limit reads below its floor "
               "at every pass, and each pass restores it again and counts a dip, a restore "
               "and a refusal (tools/remote/remote_guard.cc guard::pass(), "
-              "tools/daemon/host.cc host::restored())"))
+              "tools/daemon/restore_log.cc host::restored())"))
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// The fair share of the daemon's time: the tables due in a tick read
+// within its budget, the user that used least lately first (each user's
+// time halved every second); what is left waits for a later tick,
+// counted, its process named once.
 #include "host.h"
 #include "host_util.h"
 

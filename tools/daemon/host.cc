@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+// sockbufd's host (host.h): made and unmade, and its tick: stale
+// registrations dropped, the start-up scan's next part, the tables due
+// read (fair_share.cc), the net's interval kept, the pass (passes.cc)
+// and the counts per service.  The class's other jobs are in files of
+// their own: register.cc, tables.cc, fair_share.cc, passes.cc,
+// restore_log.cc.
 #include "host.h"
 #include "host_util.h"
 

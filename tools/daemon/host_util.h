@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// What the files of the host (host.h) share beyond the class: the
+// monotonic clock in microseconds, for the costs they account.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// Keeping the floors: a full pass of the guard over every socket, the
+// event map kept in step with the guard's set, and the records the
+// event programs post, each socket named restored (and the map told
+// what it can reach).
 #include "host.h"
 #include "host_util.h"
 

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+// Registration: the socket processes hand their tables over, its
+// connections accepted (16 waiting per user) and answered, each offer
+// vetted (the peer's pidfd, the table held at the number it names, the
+// ptrace rule for a table published for another process), the process
+// installed or forgotten when its pidfd says it exited; and the scan at
+// start that finds tables published before the daemon ran.
 #include "host.h"
 #include "host_util.h"
 

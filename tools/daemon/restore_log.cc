@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+// What a restore is counted and said as: dips, restores and refusals
+// per service, the time below the floor when a record named it, and
+// the restore's log line (one a second per socket, at most
+// max_lines_per_s in all, the rest counted in one line a second).
 #include "host.h"
 #include "host_util.h"
 

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+// A served process's table: whether it is due (its header's change
+// count, --reread, the net's interval), read whole through the
+// descriptor held (still held by its process, in this network
+// namespace, every field checked) and its floors handed to the guard;
+// a table refused is counted and said once.
 #include "host.h"
 #include "host_util.h"
 

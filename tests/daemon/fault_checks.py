@@ -56,6 +56,12 @@ above the 131072 a new loopback connection receives with.
               (sockbuf_tables_refused_total{reason="netns"}), said once,
               its guarded sockets 0; back in the daemon's namespace it is
               served again (a cut restored).
+    lone      every table read made slower than a tick's budget for
+              reading tables (SOCKBUF_RUN_FAULT=slow_table_read): two
+              processes of one user (nobody) are put off for the budget
+              (sockbuf_tables_refused_total{reason="budget"}), never for
+              the fair share, and said so; with a process of another user
+              (root) the reads put off are the fair share's, said so.
   Scale (--scale N processes x --sockets K, default 200 x 100; forked
   workers of one nobody parent, each with K/2 loopback connections, both
   ends with a receive floor U; the daemon at its default 100 ms): every
@@ -858,6 +864,34 @@ def netns_checks(lab):
              f"(old socket fd {a['fd']})")
 
 
+@checked
+def lone_share_checks(lab):
+    """The daemon started with SOCKBUF_RUN_FAULT=slow_table_read: every
+    table read takes longer than a tick's budget for reading tables."""
+    U = lab.U
+    lone = [Proc(lab, lab.ns.srv, "sbf-lone") for _ in range(2)]
+    for p in lone:
+        p.conn(0, U)
+    rp.check(lab.guarded("sbf-lone", 2) == 2, "lone user: its two processes' sockets guarded")
+    # Each net interval both tables are due, the first read spends the
+    # budget: the second waits for the next tick.
+    n = until(lambda: lab.m("sockbuf_tables_refused_total", reason="budget"), 5)
+    text = lab.daemon.text()
+    share = lab.m("sockbuf_tables_refused_total", reason="share") or 0
+    rp.check(n and share == 0 and "over its share" not in text and
+             "this tick's 5 ms for reading tables is spent" in text,
+             f"lone user: reads put off for the tick's budget {n}, for the fair share "
+             f"{share} (0: no other user was served), said as such: "
+             f"{[ln for ln in text.splitlines() if 'read later' in ln][:2]}")
+    # Another user: its reads and the lone user's now share the ticks.
+    other = Proc(lab, lab.ns.srv, "sbf-other", user="root")
+    other.conn(0, U)
+    rp.check(lab.guarded("sbf-other", 1) == 1, "two users: the other user's socket guarded")
+    n = until(lambda: lab.m("sockbuf_tables_refused_total", reason="share"), 5)
+    rp.check(n and "over its share of the daemon's time" in lab.daemon.text(),
+             f"two users: reads put off for the fair share {n}, said")
+
+
 # ---------------------------------------------------------------------------
 # Scale
 
@@ -1082,6 +1116,12 @@ def body(ns, args, tmp):
             # the new socket.
             lab.start_daemon(fault="guard_no_precheck")
             reuse_cookie_checks(lab)
+            lab.stop_procs()
+            lab.stop_daemon()
+            # Every table read slower than a tick's budget for reading.
+            lab.start_daemon(args=("--interval", str(INTERVAL_MS), "--net-interval", "200"),
+                             fault="slow_table_read")
+            lone_share_checks(lab)
             lab.stop_procs()
             lab.stop_daemon()
         if args.scale:

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace sockbuf::daemon
 {
@@ -45,23 +46,41 @@ void host::share_out(uint64_t now_ms)
 	// pass that restores runs after it, every tick.
 	const uint64_t budget_us = std::max<uint64_t>(5000, uint64_t(opt_.interval_ms) * 250);
 	const uint64_t t0 = now_us();
-	std::vector<pid_t> gone;
+	// The users this tick's time went to: a table left over is held back
+	// by the fair share only when time went to another user before it.
+	// A user alone (one process or many) has the whole budget; what it
+	// leaves over waits for the budget, so that the pass still runs
+	// every tick (a lone user's flood must not hold back the restores of
+	// sockets whose tables are not due).
+	std::set<uid_t> served;
 	for (auto &[pid, w] : todo) {
 		const uint64_t used = now_us() - t0;
 		if (used >= budget_us && w->read) {
+			const bool share = served.size() > served.count(w->uid);
 			w->deferred++;
-			metrics_.table_refused("share");
-			if (!w->over_share) {
-				w->over_share = true;
-				fmt::print(
-				    stderr,
-				    "sockbufd: pid {} ({}) of uid {}: its table is read later: "
-				    "its user is over its share of the daemon's time\n",
-				    pid, w->svc.comm, w->uid);
+			metrics_.table_refused(share ? "share" : "budget");
+			bool &said = share ? w->over_share : w->over_budget;
+			if (!said) {
+				said = true;
+				if (share)
+					fmt::print(
+					    stderr,
+					    "sockbufd: pid {} ({}) of uid {}: its table is read "
+					    "later: its user is over its share of the daemon's "
+					    "time\n",
+					    pid, w->svc.comm, w->uid);
+				else
+					fmt::print(
+					    stderr,
+					    "sockbufd: pid {} ({}) of uid {}: its table is read "
+					    "later: this tick's {} ms for reading tables is spent "
+					    "(no other user's table was read)\n",
+					    pid, w->svc.comm, w->uid, double(budget_us) / 1000);
 			}
 			continue;
 		}
 		const uid_t uid = w->uid;
+		served.insert(uid);
 		const uint64_t t1 = now_us();
 		refresh(pid, *w, now_ms); // may forget it: w is not used after
 		spent_us_[uid] += double(now_us() - t1);

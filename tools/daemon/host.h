@@ -35,7 +35,8 @@
 // tables within a budget, the least-served user first, so that one
 // user's processes (many, large, always changing) cannot hold back
 // another user's.  A process left for a later tick is counted (tables
-// refused, reason "share") and named once in the log.  At most
+// refused, reason "share" when another user's tables were read first,
+// "budget" when none was) and named once in the log for each.  At most
 // max_per_uid processes per user are served.
 //
 // Sockets are read from this network namespace's inet_diag dump: a
@@ -134,9 +135,10 @@ private:
 		pid_t holder = 0;   // who holds the table: the process, or its publisher
 		int holder_fd = -1; // at this number
 		uint64_t table_dev = 0, table_ino = 0;
-		uid_t uid = 0;		 // the served process's user, for the fair share
-		bool may_force = false;	 // at registration
-		bool over_share = false; // said once
+		uid_t uid = 0;		  // the served process's user, for the fair share
+		bool may_force = false;	  // at registration
+		bool over_share = false;  // said once
+		bool over_budget = false; // said once
 		uint64_t deferred = 0;
 		bool read = false;	   // read whole at least once
 		uint32_t changes = 0;	   // the header's count at the last whole read

@@ -13,9 +13,11 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,6 +109,14 @@ void host::refresh(pid_t pid, watched &w, uint64_t now_ms)
 	if (ret < 0) {
 		refuse(pid, w, ret == -ESTALE ? "stale" : "contents", why);
 		return;
+	}
+	// The test seam: a read that takes longer than a tick's budget for
+	// reading tables (fair_share.cc), as in a slow guest.
+	if (cli::test_fault("slow_table_read")) {
+		const uint64_t us =
+		    std::max<uint64_t>(5000, uint64_t(opt_.interval_ms) * 250) + 1000;
+		const struct timespec ts = {time_t(us / 1000000), long(us % 1000000) * 1000};
+		nanosleep(&ts, nullptr);
 	}
 	metrics_.table_read();
 	w.changes = t.changes;

@@ -43,7 +43,7 @@
 namespace sockbuf::cli::remote
 {
 
-struct journal_record; // remote_guard.cc
+struct journal_record; // remote_guard_internal.h
 
 struct socket_ref {
 	pid_t pid = 0;

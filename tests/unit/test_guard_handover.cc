@@ -231,6 +231,9 @@ struct announced {
 	bool ok() const { return d.ok() && gs.ok(); }
 	// Starts the guard's thread with @interval_us and waits for its
 	// hand-over; handed_over gets the daemon totals it then reports.
+	// The pass that hands over still runs to its end (the daemon may not
+	// have read the table yet), and a cut made before it ends may be
+	// restored by it: the wait lasts until that pass is counted.
 	void serve(unsigned int interval_us)
 	{
 		ASSERT_TRUE(ok());
@@ -238,6 +241,15 @@ struct announced {
 		handed_over = wait_for_handover(gs.g.id);
 		ASSERT_EQ(handed_over.handovers, 1u)
 		    << "no hand-over within 3 s of the thread's start";
+		struct sockbuf_guard_totals t = {};
+		for (int i = 0; i < 3000 && t.passes == 0; i++) {
+			ASSERT_EQ(sockbuf_guard_stats(gs.g.id, &t), 0);
+			if (t.passes == 0) {
+				struct pollfd none = {-1, 0, 0};
+				::poll(&none, 1, 1);
+			}
+		}
+		ASSERT_EQ(t.passes, 1u) << "the hand-over's pass did not end within 3 s";
 	}
 	// The caller's first pass hands the guard over.
 	void pass_hands_over() const

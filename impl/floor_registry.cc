@@ -515,8 +515,19 @@ void publish_guard(uint32_t mem_us, uint32_t set_us, int served_by)
 	if (!h)
 		return; // no floor published yet: nothing to show it with
 	h->guard_mem_us.store(mem_us, std::memory_order_relaxed);
-	h->guard_set_us.store(set_us, std::memory_order_relaxed);
+	h->guard_set_us.store(set_us ? set_us : guard_at_once, std::memory_order_relaxed);
 	h->guard_served_by.store(served_by, std::memory_order_relaxed);
+}
+
+void publish_no_guard()
+{
+	int err = 0;
+	file_header *h = own_table(false, &err);
+	if (!h)
+		return;
+	h->guard_mem_us.store(0, std::memory_order_relaxed);
+	h->guard_set_us.store(0, std::memory_order_relaxed);
+	h->guard_served_by.store(0, std::memory_order_relaxed);
 }
 
 int foreign_table::open(int pid)

@@ -322,7 +322,10 @@ private:
 	uint64_t dm_passes_ = 0;
 	int64_t dm_beat_ns_ = 0;
 	uint64_t own_timens_ = 0;
-	progress::bounds dm_bounds_; // 12 bytes: the flags below fill its word
+	progress::bounds dm_bounds_; // 12 bytes: the word below fills it to 16
+	// The event programs' attached() bits when they were parked: what
+	// the guard watches again at a resume (own_bounds()).
+	unsigned int parked_attached_ = 0;
 	bool events_parked_ = false;
 	bool forked_ = false; // a forked child's copy: its floors are in no table of its own
 	// A floor the registry did not take (table full, publication off):

@@ -317,7 +317,7 @@ int floor_guard::stop()
 	}
 	std::lock_guard<std::mutex> lock(run_mu_);
 	set_interval(0);
-	registry::publish_guard(0, 0, 0); // no driver: `sockbuf show` says none
+	registry::publish_no_guard(); // no driver: `sockbuf show` says none
 	return 0;
 }
 

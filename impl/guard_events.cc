@@ -49,11 +49,18 @@ struct counters {
 
 struct event_source::state {
 	bpf_object *obj = nullptr;
-	bpf_link *links[4] = {nullptr, nullptr, nullptr, nullptr};
+	bpf_link *links[n_points] = {};
 	ring_buffer *rb = nullptr;
 	int map_fd = -1, bss_fd = -1;
-	counters *bss = nullptr;					// libbpf's mapping of .bss
-	int fds[12] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; // for after_fork()
+	counters *bss = nullptr; // libbpf's mapping of .bss
+	// For after_fork(): the maps', the ring's, its epoll's, and each
+	// attached program's and link's; -1 where none.
+	int fds[4 + 2 * n_points];
+	state()
+	{
+		for (int &f : fds)
+			f = -1;
+	}
 };
 
 event_source::~event_source()
@@ -94,11 +101,14 @@ namespace
 {
 // The programs of bpf/guard_events.bpf.c and the kernel functions each
 // attaches to: the first of @names the kernel has (a function renamed
-// between kernels); @bit when it is the first, @alt_bit the second.
+// between kernels); @bit when it is the first, @alt_bit the second.  An
+// @optional program whose load fails is left out and the others loaded
+// again without it.
 struct attach_point {
 	const char *program;
 	const char *names[2];
 	unsigned int bit, alt_bit;
+	bool optional = false;
 };
 constexpr attach_point points[] = {
     {"on_mem_raise", {"__sk_mem_raise_allocated", nullptr}, ev_mem_raise, 0},
@@ -114,8 +124,15 @@ constexpr attach_point points[] = {
      {"tcp_stream_alloc_skb", "sk_stream_alloc_skb"},
      ev_alloc_skb,
      ev_sk_stream_alloc_skb},
+    // The socket-option write, sk_setsockopt() (6.0).  Its optval is a
+    // sockptr_t passed by value, which a trampoline takes only from 6.1
+    // (struct arguments): on 6.0 the load fails and the others load
+    // without it.  sock_setsockopt(), the write before 6.0, has had the
+    // same argument since 5.9, so it is not tried.  Without it an outside setsockopt()
+    // cut waits for the safety net's pass.
+    {"on_sk_setsockopt", {"sk_setsockopt", nullptr}, ev_sk_setsockopt, 0, true},
 };
-constexpr size_t n_points = sizeof(points) / sizeof(points[0]);
+static_assert(sizeof(points) / sizeof(points[0]) == event_source::n_points);
 } // namespace
 
 int event_source::open()
@@ -139,18 +156,32 @@ int event_source::open()
 	// Which of the functions this kernel has, per program: the first of
 	// its names that the kernel's BTF knows.
 	const char *target[n_points] = {};
-	bool any = false;
+	bool any = false, optional = false;
 	for (size_t k = 0; k < n_points; k++)
 		for (const char *name : points[k].names)
 			if (!target[k] && name &&
 			    btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0) {
 				target[k] = name;
 				any = true;
+				optional = optional || points[k].optional;
 			}
 	btf__free(vmlinux);
 	if (!any)
 		return -ENOENT;
+	int err = open_targets(target);
+	if (err < 0 && err != -ENOMEM && optional) {
+		for (size_t k = 0; k < n_points; k++)
+			if (points[k].optional)
+				target[k] = nullptr;
+		err = open_targets(target);
+	}
+	return err;
+}
 
+// Loads and attaches the programs of the functions named in @target (one
+// per point, nullptr: not loaded).  0, or -errno with nothing left open.
+int event_source::open_targets(const char *const *target)
+{
 	st_ = new (std::nothrow) state;
 	if (!st_)
 		return -ENOMEM;

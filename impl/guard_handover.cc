@@ -9,11 +9,13 @@
 //
 // What the daemon keeps, it says in its progress file (daemon_progress.h):
 // how late it sees a cut by memory pressure (0 with its event programs)
-// and one that no program sees (setsockopt() of SO_SNDBUF or SO_RCVBUF,
-// SO_BUF_LOCK: its full passes' interval).  The guard compares both with
-// its own (own_bounds()): a guard polling every 20 ms never stands down
-// for a daemon that passes once a second, nor a polling guard for a
-// daemon whose events leave setsockopt() cuts to its 60 s net.
+// and one by a socket-option write (setsockopt() of SO_SNDBUF or
+// SO_RCVBUF, SO_BUF_LOCK: 0 where its programs watch the write, else its
+// full passes' interval).  The guard compares both with its own
+// (own_bounds()): a guard polling every 20 ms never stands down for a
+// daemon that passes once a second, nor a polling guard for a daemon
+// whose events leave setsockopt() cuts to its 60 s net (a kernel where
+// sk_setsockopt() could not be attached: before 6.1).
 //
 // While served, the guard still wakes at its own interval, for a few
 // microseconds: a poll() of the daemon's pidfd (readable when it exits)
@@ -68,8 +70,11 @@ progress::bounds floor_guard::own_bounds() const
 {
 	const uint32_t poll = poll_us_.load(std::memory_order_relaxed);
 	// Parked: the programs closed for the daemon load again at a resume.
-	if (events_on() || events_parked_)
-		return {poll, 0, net_interval_us_.load(std::memory_order_relaxed)};
+	if (events_on() || events_parked_) {
+		const unsigned int attached = events_parked_ ? parked_attached_ : ev_.attached();
+		const bool writes = attached & bpf::ev_sk_setsockopt;
+		return {poll, 0, writes ? 0 : net_interval_us_.load(std::memory_order_relaxed)};
+	}
 	return {poll, poll, poll};
 }
 
@@ -187,6 +192,7 @@ void floor_guard::stand_down(int pidfd, pid_t daemon, int64_t now)
 		// The ring's fd leaves the caller's epoll set as it closes; add()
 		// and remove() leave the closed source alone while ev_err_ says
 		// why.
+		parked_attached_ = ev_.attached();
 		ev_.close();
 		ev_err_ = -EBUSY;
 		events_parked_ = true;

@@ -92,7 +92,7 @@ bool floor_guard::events_round(struct sockbuf_guard_report *out)
 		ev_stats_.lost = lost;
 		ev_stats_.max_wait_ns = ev_.max_wait_ns();
 		// Wrapping 32-bit counters: the struct has no room for more.
-		for (size_t k = 0; k < bpf::event_source::n_points; k++)
+		for (size_t k = 0; k < bpf::event_source::n_public_points; k++)
 			ev_stats_.records_at[k] = uint32_t(ev_.records_at()[k]);
 		if (got > 0)
 			ev_stats_.rounds++;

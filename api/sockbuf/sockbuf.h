@@ -567,12 +567,14 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
 /* Wake on the kernel's cuts instead of polling for them: BPF programs on
  * the exit of __sk_mem_raise_allocated() (memory pressure, memcg limits),
  * of tcp_check_space() or __tcp_check_space() (the send buffer's reserve
- * rule and growth), and of sk_page_frag_refill() and tcp_stream_alloc_skb()
- * (sk_stream_alloc_skb() before 5.18; failed allocations) post each
- * guarded socket found below its floor to a ring buffer; the guard wakes
- * on it and restores the sockets named, through the same restore and
- * identity check as a pass.  Passes become a safety net for cuts made
- * elsewhere (setsockopt, kTLS offload, MPTCP, lost records):
+ * rule and growth), of sk_page_frag_refill() and tcp_stream_alloc_skb()
+ * (sk_stream_alloc_skb() before 5.18; failed allocations), and of
+ * sk_setsockopt() (from Linux 6.1: anyone's SO_SNDBUF or SO_RCVBUF
+ * write, SO_BUF_LOCK flip) post each guarded socket found below
+ * its floor to a ring buffer; the guard wakes on it and restores the
+ * sockets named, through the same restore and identity check as a pass.
+ * Passes become a safety net for cuts made elsewhere (kTLS offload, MPTCP,
+ * lost records):
  * every SOCKBUF_GUARD_NET_DEFAULT_US (60 s) by default (sockbuf_guard_set_net_interval()), whatever
  * the interval given to sockbuf_guard_start() or sockbuf_guard_timerfd(), which stays the polling
  * interval where events are unavailable.  Needs CAP_BPF and CAP_PERFMON (or root), BTF, fexit and
@@ -585,10 +587,11 @@ SOCKBUF_API int sockbuf_restore_floor(int fd, const struct sockbuf_floor *floor,
  * (at its first pass, then at most once a second) and stands down, but
  * only for a daemon that keeps every kind of cut at least as soon as the
  * guard itself: the daemon's progress file says how late it sees a cut by
- * memory pressure (0 with its event programs) and one no program sees
- * (setsockopt() of SO_SNDBUF or SO_RCVBUF, SO_BUF_LOCK: its full passes'
- * interval), and neither may exceed the guard's own (the polling interval
- * given; with events, 0 and the safety net's).  Standing down, its event
+ * memory pressure (0 with its event programs) and one by a socket-option
+ * write (setsockopt() of SO_SNDBUF or SO_RCVBUF, SO_BUF_LOCK: 0 where its
+ * programs watch sk_setsockopt(), else its full
+ * passes' interval), and neither may exceed the guard's own (the polling
+ * interval given; with events, 0, and 0 or the safety net's for writes).  Standing down, its event
  * programs are closed and a full pass runs only at the safety net's
  * interval; at its own interval the guard still looks, for microseconds,
  * at the daemon's pidfd and progress.  It takes its sockets back, and the
@@ -980,6 +983,7 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
 #define SOCKBUF_GUARD_EV_FRAG_REFILL (1u << 3)	       /* sk_page_frag_refill */
 #define SOCKBUF_GUARD_EV_ALLOC_SKB (1u << 4)	       /* tcp_stream_alloc_skb (5.18) */
 #define SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB (1u << 5) /* its name before 5.18 */
+#define SOCKBUF_GUARD_EV_SK_SETSOCKOPT (1u << 6)       /* sk_setsockopt (from 6.1) */
 
 /**
  * struct sockbuf_guard_event_totals - the event source, since
@@ -1031,7 +1035,10 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  *                  renames: [0] __sk_mem_raise_allocated(), [1]
  *                  tcp_check_space() or __tcp_check_space(), [2]
  *                  sk_page_frag_refill(), [3] tcp_stream_alloc_skb() or
- *                  sk_stream_alloc_skb(); 32-bit, wrapping.
+ *                  sk_stream_alloc_skb(); 32-bit, wrapping.  Records
+ *                  posted by sk_setsockopt() (an
+ *                  outside socket-option write) count in @records only:
+ *                  the struct has no room for a fifth.
  */
 struct sockbuf_guard_event_totals {
 	int err;
@@ -1083,7 +1090,8 @@ SOCKBUF_API int sockbuf_guard_event_stats(int guard, struct sockbuf_guard_event_
  *             sockbuf_guard_stop()), -ENOSYS no pidfd_open() (before Linux
  *             5.3), -ERANGE the daemon keeps some kind of cut less tightly
  *             than this guard would (a slower --interval, or events that
- *             leave setsockopt() cuts to its safety net), -ETIMEDOUT it made
+ *             leave setsockopt() cuts to its safety net where this guard's
+ *             own programs watch them), -ETIMEDOUT it made
  *             no progress (stopped, hung, overloaded), -EAGAIN its progress
  *             file was caught mid-rewrite, or another -errno of reading the
  *             files or pidfd_open().

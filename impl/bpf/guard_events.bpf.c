@@ -19,6 +19,10 @@
 //   tcp_stream_alloc_skb() / sk_stream_alloc_skb() (5.18 renamed it;
 //       user space attaches to whichever the kernel has): a failed skb
 //       allocation enters memory pressure and moderates the buffer.
+//   sk_setsockopt() (6.0; loadable from 6.1, whose trampolines take its
+//       sockptr_t argument by value): anyone's SO_SNDBUF/SO_RCVBUF write
+//       or SO_BUF_LOCK flip, and a BPF program's bpf_setsockopt(); user
+//       space leaves it out where it does not load.
 // The last two run on every send of every socket: the max_snd/max_rcv
 // test below ends almost all of those calls before any map lookup.
 //
@@ -60,7 +64,7 @@ struct {
 // impl/guard_events.cc: struct record, the same layout.
 struct record {
 	__u32 ino;
-	__u32 point; // which program posted it: 0-3, in the order below
+	__u32 point; // which program posted it: 0-4, in the order below
 	__u64 posted_ns;
 };
 
@@ -135,6 +139,15 @@ SEC("fexit/tcp_stream_alloc_skb")
 int on_alloc_skb(unsigned long long *ctx)
 {
 	return look((struct sock *)ctx[0], 3);
+}
+
+// sk_setsockopt() calls no cut itself, but runs on every socket-option
+// write: the early exit on max_snd/max_rcv above keeps the others' writes
+// cheap.
+SEC("fexit/sk_setsockopt")
+int on_sk_setsockopt(unsigned long long *ctx)
+{
+	return look((struct sock *)ctx[0], 4);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -105,9 +105,10 @@ struct file_header {
 	std::atomic<uint32_t> changes;
 	// The process's floor guard, as it last said (publish_guard()), for
 	// `sockbuf show`: how late at most it sees a cut by memory pressure
-	// and one no event program sees, in microseconds (guard_set_us 0: no
-	// guard said), and the sockbufd it stood down for (0: none).  Zero
-	// in files of writers before 0.6.
+	// and one by a socket-option write, in microseconds (guard_set_us 0:
+	// no guard said; guard_at_once: its event programs see the writes),
+	// and the sockbufd it stood down for (0: none).  Zero in files of
+	// writers before 0.6.
 	std::atomic<uint32_t> guard_mem_us;
 	std::atomic<uint32_t> guard_set_us;
 	std::atomic<int32_t> guard_served_by;
@@ -137,9 +138,14 @@ int publish(uint64_t inode, int snd, int rcv, source who);
 void withdraw(uint64_t inode, source who);
 // Ends publication (done at exit).  The table goes with the process.
 void close_own();
+// file_header::guard_set_us of a guard whose event programs see
+// socket-option writes (0 there means no guard said).
+inline constexpr uint32_t guard_at_once = UINT32_MAX;
 // What this process's floor guard keeps (file_header::guard_*), in its
-// table if it has one: the last guard to say wins.  @set_us 0: no guard.
+// table if it has one: the last guard to say wins.  @set_us 0: at once
+// (stored as guard_at_once).  publish_no_guard(): no guard runs.
 void publish_guard(uint32_t mem_us, uint32_t set_us, int served_by);
+void publish_no_guard();
 
 // This process's own table: its descriptor, or -1 when it has none (yet).
 int own_table_fd();

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The floor guard's event source (SOCKBUF_GUARD_EVENTS,
 // bpf/guard_events.bpf.c), also sockbufd's (one set for the host): fexit programs on the kernel
-// functions that cut a TCP send buffer post the inode of each guarded socket found below its floor
-// to a ring buffer, one record per socket until the guard has looked at it (clear()).  The guard
-// wakes on fd() and restores only the sockets named, through its usual restore path and identity
-// check.
+// functions that cut a TCP send buffer, and on the socket-option write, post the inode of each
+// guarded socket found below its floor to a ring buffer, one record per socket until the guard has
+// looked at it (clear()).  The guard wakes on fd() and restores only the sockets named, through its
+// usual restore path and identity check.
 //
 // Needs the library built with libbpf (SOCKBUF_HAVE_BPF), CAP_BPF and
 // CAP_PERFMON (or root), a kernel with BTF, fexit trampolines and the BPF
@@ -45,6 +45,7 @@ enum : unsigned int {
 	ev_frag_refill = 1u << 3,	  // sk_page_frag_refill
 	ev_alloc_skb = 1u << 4,		  // tcp_stream_alloc_skb
 	ev_sk_stream_alloc_skb = 1u << 5, // its name before 5.18
+	ev_sk_setsockopt = 1u << 6,	  // sk_setsockopt (6.1: see guard_events.cc)
 };
 
 class event_source
@@ -90,8 +91,10 @@ public:
 	uint64_t max_wait_ns() const { return max_wait_ns_; }
 	// Records drained so far per program: __sk_mem_raise_allocated,
 	// tcp_check_space/__tcp_check_space, sk_page_frag_refill,
-	// tcp_stream_alloc_skb/sk_stream_alloc_skb.
-	static constexpr size_t n_points = 4;
+	// tcp_stream_alloc_skb/sk_stream_alloc_skb, sk_setsockopt (the
+	// public totals have room for the first four: n_public_points).
+	static constexpr size_t n_points = 5;
+	static constexpr size_t n_public_points = 4;
 	const uint64_t *records_at() const { return records_at_; }
 
 #ifdef SOCKBUF_TEST_SEAM
@@ -122,6 +125,7 @@ private:
 	int fail_clears_ = 0;
 #endif
 	static int on_record(void *ctx, void *data, size_t len);
+	int open_targets(const char *const *target);
 };
 
 } // namespace sockbuf::bpf

@@ -637,7 +637,8 @@ def event_source_text(g, secs=0):
     if ev.get("err", 0) == 0:
         fns = [n for bit, n in ((1, "__sk_mem_raise_allocated"), (2, "tcp_check_space"),
                                 (4, "__tcp_check_space"), (8, "sk_page_frag_refill"),
-                                (16, "tcp_stream_alloc_skb"), (32, "sk_stream_alloc_skb"))
+                                (16, "tcp_stream_alloc_skb"), (32, "sk_stream_alloc_skb"),
+                                (64, "sk_setsockopt"))
                if ev.get("attached", 0) & bit]
         rate = " (%.0f/s)" % (ev.get("records", 0) / secs) if secs else ""
         return "events (%s): %d records%s, %d restored on a record, %d by passes" % (

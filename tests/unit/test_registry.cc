@@ -144,6 +144,30 @@ TEST(Registry, PublishedFloorsAreReadBackByPid)
 	EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
 }
 
+// What a guard says it keeps, as `sockbuf show` reads it: "at once" for
+// writes (an events guard whose programs watch setsockopt) is not the 0
+// that says no guard runs.
+TEST(Registry, AGuardsBoundsAreReadBackAndAtOnceIsNotNone)
+{
+	ASSERT_EQ(reg::publish(910003, 100000, 0, reg::by_guard), 0);
+	reg::table t;
+	std::string why;
+	reg::publish_guard(0, 0, 4321);
+	ASSERT_EQ(reg::read_pid(getpid(), &t, &why), 0) << why;
+	EXPECT_EQ(t.guard.mem_us, 0u);
+	EXPECT_EQ(t.guard.set_us, reg::guard_at_once);
+	EXPECT_EQ(t.guard.served_by, 4321);
+	reg::publish_guard(20000, 60000000, 0);
+	ASSERT_EQ(reg::read_pid(getpid(), &t, &why), 0) << why;
+	EXPECT_EQ(t.guard.mem_us, 20000u);
+	EXPECT_EQ(t.guard.set_us, 60000000u);
+	reg::publish_no_guard();
+	ASSERT_EQ(reg::read_pid(getpid(), &t, &why), 0) << why;
+	EXPECT_EQ(t.guard.set_us, 0u) << "no guard runs";
+	EXPECT_EQ(t.guard.served_by, 0);
+	reg::withdraw(910003, reg::by_guard);
+}
+
 // A table's name has one spelling: sscanf's "+1", " 1" and "01" are not
 // names of pid 1.
 TEST(Registry, FileNamesAreStrict)

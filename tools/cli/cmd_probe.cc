@@ -34,7 +34,8 @@ guard_events probe_guard_events()
 		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"},
 		    {SOCKBUF_GUARD_EV_FRAG_REFILL, "sk_page_frag_refill"},
 		    {SOCKBUF_GUARD_EV_ALLOC_SKB, "tcp_stream_alloc_skb"},
-		    {SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB, "sk_stream_alloc_skb"}};
+		    {SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB, "sk_stream_alloc_skb"},
+		    {SOCKBUF_GUARD_EV_SK_SETSOCKOPT, "sk_setsockopt"}};
 		for (const auto &[bit, name] : names)
 			if (t.attached & bit)
 				ev.attached +=

@@ -144,7 +144,7 @@ held held_of(const shown_socket &s)
 		h.by = "guard";
 		if (s.guard_set_us) {
 			h.mem_us = s.guard_mem_us;
-			h.set_us = s.guard_set_us;
+			h.set_us = s.guard_set_us == registry::guard_at_once ? 0 : s.guard_set_us;
 		}
 	}
 	return h;

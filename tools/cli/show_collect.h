@@ -34,7 +34,8 @@ struct shown_socket {
 	std::string systemd_unit, systemd_note;
 	// What the process's floor guard said it keeps (its table's header):
 	// how late at most it sees a cut by memory pressure and one by
-	// setsockopt, in microseconds (guard_set_us 0: no guard said), and
+	// setsockopt, in microseconds (guard_set_us 0: no guard said;
+	// registry::guard_at_once: its event programs see the writes), and
 	// the sockbufd it stood down for (0: none).
 	uint32_t guard_mem_us = 0, guard_set_us = 0;
 	int guard_served_by = 0;

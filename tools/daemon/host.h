@@ -50,7 +50,8 @@
 // restore, identity check included) and observes how long it was below.
 // Passes then run only for sockets new to the set (at most every
 // --interval ms), after lost records, and every --net-interval ms (the
-// safety net for cuts the programs do not see: setsockopt, kTLS).
+// safety net for cuts the programs do not see: kTLS, MPTCP, and
+// setsockopt() on a kernel where no program could be attached to it).
 #pragma once
 
 #include "guard_events.h"

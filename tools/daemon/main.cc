@@ -59,10 +59,12 @@ void open_progress(sockbuf::progress::writer *beats, const sockbuf::daemon::opti
 {
 	const uint32_t pass_us = opt.interval_ms * 1000;
 	const bool events = h.events_err() == 0;
-	// With events, what no program sees (setsockopt, SO_BUF_LOCK) waits
-	// for the full passes of the safety net.
-	const sockbuf::progress::bounds b = {pass_us, events ? 0 : pass_us,
-					     events ? opt.net_ms * 1000 : pass_us};
+	// With events, a socket-option write (setsockopt, SO_BUF_LOCK) is
+	// seen at once where sk_setsockopt() has a program; otherwise it
+	// waits for the full passes (the safety net's, with events).
+	const bool writes = events && (h.events_attached() & sockbuf::bpf::ev_sk_setsockopt);
+	const uint32_t full_us = events ? opt.net_ms * 1000 : pass_us;
+	const sockbuf::progress::bounds b = {pass_us, events ? 0 : pass_us, writes ? 0 : full_us};
 	if (int err = beats->open(b))
 		fmt::print(stderr, "sockbufd: {}/{}: {}; no guard stands down for this daemon\n",
 			   sockbuf::presence::dir(), sockbuf::progress::file_name,

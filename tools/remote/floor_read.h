@@ -23,7 +23,7 @@ struct entry {
 
 // What the process's floor guard says it keeps (file_header::guard_*).
 struct guard_said {
-	uint32_t mem_us = 0, set_us = 0; // set_us 0: no guard said
+	uint32_t mem_us = 0, set_us = 0; // set_us 0: no guard said (guard_at_once: at once)
 	int served_by = 0;		 // the sockbufd it stood down for, 0: none
 };
 

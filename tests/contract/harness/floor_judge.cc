@@ -16,6 +16,10 @@ namespace sockbuf::contract
 namespace
 {
 
+// The kernel clock's id of the socket-option write (sk_setsockopt(), or
+// sock_setsockopt() before 6.0): a write that cuts or that restores.
+constexpr int setsockopt_fn = 7;
+
 // Whether the guard's programs (SOCKBUF_GUARD_EV_* bits @attached) watch
 // the kernel clock's cut point @id (judge/floor_judge.bpf.c's order).
 bool guard_watches(int id, unsigned attached)
@@ -31,6 +35,8 @@ bool guard_watches(int id, unsigned attached)
 	case 3:
 		return attached &
 		       (SOCKBUF_GUARD_EV_ALLOC_SKB | SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB);
+	case setsockopt_fn:
+		return attached & SOCKBUF_GUARD_EV_SK_SETSOCKOPT;
 	default:
 		return false;
 	}
@@ -48,10 +54,6 @@ std::string end_words(const floor_clock &c, int end_fn)
 		return "still below at the end";
 	return fmt::format("back at {}", c.function(end_fn));
 }
-
-// The kernel clock's id of the socket-option write (sk_setsockopt(), or
-// sock_setsockopt() before 6.0): the write that restores.
-constexpr int setsockopt_fn = 7;
 
 // Slack when matching a sampled dip to a kernel one, and where the
 // samples end a kernel dip: a cycle's samples carry the cycle's start
@@ -182,10 +184,15 @@ floor_judgment judge_floors(const scenario_result &r)
 						fj.cut_by_samples++;
 					}
 					const bool at_cut = r.clock.cut_point(k.start_fn);
-					const bool watched = m.events_on && at_cut &&
-							     guard_watches(k.start_fn, g.attached);
-					// The safety net's promise: a write (any caller's), or
-					// a cut point this kernel's guard does not watch.
+					// A cut point, or a socket-option write (anyone's:
+					// the cuts scenario's, a program's own), that this
+					// kernel's guard has a program on.
+					const bool watched =
+					    m.events_on &&
+					    (at_cut || k.start_fn == setsockopt_fn) &&
+					    guard_watches(k.start_fn, g.attached);
+					// The safety net's promise: a write or a cut point
+					// this kernel's guard has no program on.
 					const bool net = m.events_on && !watched &&
 							 (k.start_fn == setsockopt_fn || at_cut);
 					// The clock saw it begin where no cut is made: it

@@ -2,6 +2,7 @@
 // The floor registry's writer: this process's floors, published for `sockbuf show`.
 #include "floor_registry.h"
 
+#include "fd_pass.h"
 #include "read_file.h"
 
 #include <algorithm>
@@ -263,20 +264,7 @@ int offer(const char *dir, int fd, register_kind kind, pid_t target, int wait_ms
 		m.kind = kind;
 		m.fd = fd;
 		m.target = int32_t(target);
-		struct iovec iov = {&m, sizeof(m)};
-		alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-		struct msghdr mh = {};
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = ctl;
-		mh.msg_controllen = sizeof(ctl);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		std::memcpy(CMSG_DATA(c), &ro, sizeof(int));
-		if (sendmsg(s, &mh, MSG_NOSIGNAL) != ssize_t(sizeof(m)))
-			err = errno ? -errno : -EIO;
+		err = fd_pass::send_fd(s, &m, sizeof(m), ro);
 	}
 	close(ro);
 	if (!err && wait_ms > 0) {

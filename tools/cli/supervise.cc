@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "supervise.h"
 
+#include "fd_pass.h"
 #include "supervise_parts.h"
 
 #include <fmt/core.h>
@@ -111,7 +112,7 @@ int supervise(char **argv, const shim::config &cfg)
 				   std::strerror(-lfd));
 			_exit(125);
 		}
-		if (send_fd(sv[1], lfd) != 0)
+		if (fd_pass::send_fd(sv[1], "L", 1, lfd) != 0)
 			_exit(125);
 		close(lfd);
 		close(sv[1]);
@@ -122,7 +123,9 @@ int supervise(char **argv, const shim::config &cfg)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	close(sv[1]);
-	int listener = recv_fd(sv[0]);
+	char byte;
+	// -EPIPE: the child sent none.
+	int listener = fd_pass::recv_fd(sv[0], &byte, 1);
 	close(sv[0]);
 	const pid_t keeper = listener >= 0 ? start_keeper(listener, child, keeper_grace_ms) : -1;
 	if (listener >= 0)

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The seccomp filter that sends setsockopt(SOL_SOCKET, SO_*BUF*) and
-// listen() to the supervisor, its listener passed from the child to the
-// parent, and what this kernel offers the supervisor.
+// listen() to the supervisor, and what this kernel offers the supervisor.
 #include "supervise_parts.h"
 
 #include "test_fault.h"
@@ -18,7 +17,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 namespace sockbuf::cli::run::supervision
@@ -122,49 +120,6 @@ int install_filter()
 		fd = install();
 	}
 	return fd < 0 ? -errno : fd;
-}
-
-int send_fd(int sock, int fd)
-{
-	char dummy = 'L';
-	struct iovec iov = {&dummy, 1};
-	alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-	struct msghdr msg = {};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = buf;
-	msg.msg_controllen = sizeof(buf);
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-}
-
-// The fd sent with send_fd(), or -errno (-EPIPE: the child sent none).
-int recv_fd(int sock)
-{
-	char dummy;
-	struct iovec iov = {&dummy, 1};
-	alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-	struct msghdr msg = {};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = buf;
-	msg.msg_controllen = sizeof(buf);
-	ssize_t n;
-	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	if (n != 1 || !c || c->cmsg_type != SCM_RIGHTS)
-		return -EPIPE;
-	int fd;
-	std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
 }
 
 // Asks the kernel to wake the program and this process on the CPU that

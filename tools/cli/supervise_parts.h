@@ -38,12 +38,6 @@ int pidfd_open(pid_t pid);
 // Installs the filter in the calling process; the listener fd or -errno.
 int install_filter();
 
-// Sends @fd over the socket pair @sock (SCM_RIGHTS): 0 or -errno.
-int send_fd(int sock, int fd);
-
-// The fd sent with send_fd(), or -errno (-EPIPE: the child sent none).
-int recv_fd(int sock);
-
 // Asks the kernel to wake the program and this process on the CPU that
 // hands over (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 6.6): a trapped call is
 // a strict ping-pong between the two, and a wakeup on another CPU costs

@@ -9,6 +9,7 @@
 #include "host_util.h"
 
 #include "daemon_presence.h"
+#include "fd_pass.h"
 #include "floor_read.h"
 #include "force_rights.h"
 #include "read_file.h"
@@ -354,20 +355,7 @@ int host::admit(int conn, pid_t *served, watched *w)
 	if (n < 0)
 		return errno == EAGAIN ? -EAGAIN : -errno;
 	// Every descriptor sent is ours to close, whatever else is wrong.
-	owned_fd table;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		const size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfd; i++) {
-			int fd;
-			std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (table.fd < 0)
-				table.fd = fd;
-			else
-				close(fd);
-		}
-	}
+	owned_fd table(fd_pass::take_fds(&mh));
 	if (n != ssize_t(sizeof(m)) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || table.fd < 0 ||
 	    std::memcmp(m.magic, registry::register_magic, sizeof(m.magic)) != 0 ||
 	    (m.kind != registry::kind_own && m.kind != registry::kind_foreign) || m.fd < 0)

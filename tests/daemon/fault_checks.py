@@ -103,7 +103,6 @@ pidfd_getfd or SO_BUF_LOCK).
 """
 import atexit
 import ctypes
-import fcntl
 import math
 import mmap
 import os
@@ -119,6 +118,7 @@ import sys
 import threading
 import time
 
+import floor_table
 from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, start_time,
                         until)
 
@@ -134,7 +134,6 @@ INTERVAL_MS = 20  # the fault phases' daemons
 INTERVAL_DEFAULT_S = 0.1  # the scale run's: sockbufd's default
 SWEEP_EVERY = 500  # the scale run looks at what it cut after every 500 cuts
 TABLES = "/dev/shm"
-TABLE_SIZE = 64 + 8192 * 32  # impl/internal/floor_registry.h, version 1
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -223,25 +222,15 @@ class Served:
         held here and handed to the daemon over its registration socket,
         as the library does."""
         pid = os.getpid()
-        start = start_time(pid)
-        tfd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        os.ftruncate(tfd, TABLE_SIZE)
-        fcntl.fcntl(tfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-        m = mmap.mmap(tfd, TABLE_SIZE)
+        tfd = floor_table.new_memfd()
+        m = mmap.mmap(tfd, floor_table.SIZE)
         self.table_fds.append(tfd)
-        # seq (even: not mid-write), taken, inode, who (by_guard), snd, rcv
-        m[64:96] = struct.pack("=IIQIiiI", 2, 1, os.fstat(fd).st_ino, 1, snd, rcv, 0)
-        # version, sizes, slots, pid, publisher, start, max_probe, dropped, changes
-        m[8:64] = struct.pack("=IIIIiiQIII12s", 1, 64, 32, 8192, pid, 0, start, 0, 0, 1,
-                              bytes(12))
-        m[0:8] = b"SBFLOOR1"  # the magic last
+        m[floor_table.at(0):floor_table.at(1)] = floor_table.slot(
+            os.fstat(fd).st_ino, snd, rcv, floor_table.BY_GUARD)
+        m[0:floor_table.HEADER.size] = floor_table.header(pid, start_time(pid))
         self.tables.append(m)
         reg = os.path.join(os.environ.get("SOCKBUF_DAEMON_DIR") or "/run/sockbufd", "register")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-            c.settimeout(2)
-            c.connect(reg)
-            socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, tfd, 0, 0)], [tfd])
-            answer = struct.unpack("=i", c.recv(4))[0]
+        answer = floor_table.register(reg, tfd, timeout=2)
         if answer != 0:
             raise OSError(-answer, f"the daemon refused the table: {answer}")
 

@@ -39,29 +39,19 @@ Exit: 0 pass, 1 fail, 77 skip (not root, no netns, no nobody user).
 """
 import ctypes
 import glob
-import mmap
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 
+import floor_table
 from daemon_lab import (AS_NOBODY, SERVER_PYTHON, Daemon, accepted, arguments, rp, run_checks,
-                        until)
+                        start_time, until)
 
 PORT = 5621
 HUGE = 536870912
-TABLE = struct.Struct("=8sIIIIiiQIII12x")
-SLOT = struct.Struct("=IIQIiiI")
-NSLOTS = 8192
-TABLE_SIZE = TABLE.size + NSLOTS * SLOT.size
-
-
-def start_time(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[19])
 
 
 def rmem_max():
@@ -73,33 +63,21 @@ def rmem_max():
 # inode argv[2] with a receive floor argv[3], publisher itself, maps it
 # and offers it to the daemon (argv[4]: its registration socket); prints
 # the daemon's answer, then waits for a line on stdin.
-FORGER = r"""
-import mmap, os, socket, struct, sys
+FORGER = floor_table.child(r"""
+import mmap, os, sys
+import floor_table
 pid, ino, floor, reg = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with open(f"/proc/{pid}/stat") as f:
-    start = int(f.read().rsplit(")", 1)[1].split()[19])
-H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
-path = f"/dev/shm/sockbuf-floors.{pid}.{start}"
-fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-os.ftruncate(fd, H.size + 8192 * S.size)
-m = mmap.mmap(fd, H.size + 8192 * S.size)
-home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
-m[H.size + home * S.size:H.size + (home + 1) * S.size] = S.pack(2, 1, ino, 2, 0, floor, 0)
-m[0:H.size] = H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, pid, os.getpid(), start, 0, 0, 1)
+fd, path = floor_table.foreign_file(pid, ino, floor)
+m = mmap.mmap(fd, floor_table.SIZE)
 answer = "none"
 try:
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.settimeout(2)
-    c.connect(reg)
-    msg = b"SBREG1\0\0" + struct.pack("=iiiI", 1, fd, pid, 0)
-    socket.send_fds(c, [msg], [fd])
-    answer = str(struct.unpack("=i", c.recv(4))[0])
+    answer = str(floor_table.register(reg, fd, floor_table.FOREIGN, pid, timeout=2))
 except OSError as e:
     answer = f"error {e.errno}"
 print("answer", answer, flush=True)
 sys.stdin.readline()
 os.unlink(path)
-"""
+""")
 
 # A listener in argv[1]:argv[2] that prints its fd and inode, then waits.
 LISTENER = r"""
@@ -257,35 +235,28 @@ SHARE_PORT = 5622
 # Run as nobody: FLOOD_FDS descriptors, a registered table (argv[1]: the
 # registration socket) of 8,000 floors naming inodes it does not hold, its
 # change count bumped until stdin closes.
-FLOODER = r"""
-import fcntl, mmap, os, resource, socket, struct, sys, threading
+FLOODER = floor_table.child(r"""
+import mmap, os, resource, struct, sys, threading
+import floor_table
 n = int(sys.argv[2])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 100), hard))
 held = [os.open("/dev/null", os.O_RDONLY) for _ in range(n)]
-H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
-size = H.size + 8192 * S.size
-fd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-os.ftruncate(fd, size)
-fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-m = mmap.mmap(fd, size)
+fd = floor_table.new_memfd()
+m = mmap.mmap(fd, floor_table.SIZE)
 for i in range(8000):
-    m[H.size + i * S.size:H.size + (i + 1) * S.size] = S.pack(2, 1, 900000000 + i, 2, 0, 1 << 20, 0)
-with open("/proc/self/stat") as f:
-    start = int(f.read().rsplit(")", 1)[1].split()[19])
-m[0:H.size] = H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, os.getpid(), 0, start, 8192, 0, 1)
-with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-    c.settimeout(5)
-    c.connect(sys.argv[1])
-    socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, fd, 0, 0)], [fd])
-    print("answer", struct.unpack("=i", c.recv(4))[0], flush=True)
+    m[floor_table.at(i):floor_table.at(i + 1)] = floor_table.slot(900000000 + i, rcv=1 << 20)
+m[0:floor_table.HEADER.size] = floor_table.header(os.getpid(), floor_table.start_time(os.getpid()),
+                                                  max_probe=8192)
+print("answer", floor_table.register(sys.argv[1], fd), flush=True)
 stop = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+changes = floor_table.CHANGES
 k = 1
 while not stop.is_set():
     k += 1
-    m[48:52] = struct.pack("=I", k & 0xffffffff)
-"""
+    m[changes:changes + 4] = struct.pack("=I", k & 0xffffffff)
+""")
 
 
 def share_checks(ns, args, tmp):

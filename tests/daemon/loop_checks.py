@@ -53,6 +53,7 @@ import sys
 import time
 
 import daemon_lab
+import floor_table
 from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -316,26 +317,14 @@ def startup(ns, args, tmp):
 # As nobody: an own table (a sealed memfd) naming the socket it holds at
 # descriptor argv[1] with receive floor argv[2], registered over argv[3];
 # prints the answer, then waits for a line.
-REGISTER_HELD = r"""
-import fcntl, os, socket, struct, sys
+REGISTER_HELD = floor_table.child(r"""
+import os, sys
+import floor_table
 held, floor, reg = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-ino = os.fstat(held).st_ino
-H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
-with open("/proc/self/stat") as f:
-    start = int(f.read().rsplit(")", 1)[1].split()[19])
-fd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-os.ftruncate(fd, H.size + 8192 * S.size)
-home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
-os.pwrite(fd, S.pack(2, 1, ino, 2, 0, floor, 0), H.size + home * S.size)
-os.pwrite(fd, H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, os.getpid(), 0, start, 0, 0, 1), 0)
-fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS: F_SEAL_SHRINK | F_SEAL_GROW
-c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-c.settimeout(5)
-c.connect(reg)
-socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, fd, 0, 0)], [fd])
-print("answer", struct.unpack("=i", c.recv(4))[0], flush=True)
+fd = floor_table.own_table(os.fstat(held).st_ino, floor)
+print("answer", floor_table.register(reg, fd), flush=True)
 sys.stdin.readline()
-"""
+""")
 
 
 def lock_case(ns, args, tmp, n, fault, after_kill, then):

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 
+import floor_table
 from daemon_lab import AS_NOBODY, SERVER_PYTHON, Daemon, arguments, rp, run_checks, until
 
 PORT = 5631
@@ -48,31 +49,19 @@ libc = ctypes.CDLL(None, use_errno=True)
 # a receive floor argv[3], registered over argv[4]; prints the answer,
 # the table's and the listener's descriptor numbers and the listener's
 # inode, then waits for a line.
-OWNER = r"""
-import os, socket, struct, sys
+OWNER = floor_table.child(r"""
+import os, socket, sys
+import floor_table
 addr, port, floor, reg = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind((addr, port)); ls.listen()
 ino = os.fstat(ls.fileno()).st_ino
-with open("/proc/self/stat") as f:
-    start = int(f.read().rsplit(")", 1)[1].split()[19])
-fd = os.memfd_create("sockbuf-floors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-os.ftruncate(fd, H.size + 8192 * S.size)
-home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
-os.pwrite(fd, S.pack(2, 1, ino, 2, 0, floor, 0), H.size + home * S.size)
-os.pwrite(fd, H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, os.getpid(), 0, start, 0, 0, 1), 0)
-import fcntl
-fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS: F_SEAL_SHRINK | F_SEAL_GROW
-c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-c.settimeout(5)
-c.connect(reg)
-socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 0, fd, 0, 0)], [fd])
-answer = struct.unpack("=i", c.recv(4))[0]
+fd = floor_table.own_table(ino, floor)
+answer = floor_table.register(reg, fd)
 print("answer", answer, fd, ls.fileno(), ino, flush=True)
 sys.stdin.readline()
-"""
+""")
 
 # As nobody: a process that only waits (the foreign table's target).
 WAITER = "import sys; print('up', flush=True); sys.stdin.readline()"
@@ -90,31 +79,21 @@ sys.stdin.readline()
 # As nobody: a table in /dev/shm for process argv[1] naming inode argv[2]
 # with receive floor argv[3], offered over argv[4]; prints the answer
 # (read after the test let the daemon go on), then waits.
-FORGER = r"""
-import os, socket, struct, sys
+FORGER = floor_table.child(r"""
+import os, sys
+import floor_table
 pid, ino, floor, reg = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with open(f"/proc/{pid}/stat") as f:
-    start = int(f.read().rsplit(")", 1)[1].split()[19])
-H = struct.Struct("=8sIIIIiiQIII12x"); S = struct.Struct("=IIQIiiI")
-path = f"/dev/shm/sockbuf-floors.{pid}.{start}"
-fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-os.posix_fallocate(fd, 0, H.size + 8192 * S.size)
-home = ((ino * 0x9E3779B97F4A7C15) % (1 << 64) >> 32) % 8192
-os.pwrite(fd, S.pack(2, 1, ino, 2, 0, floor, 0), H.size + home * S.size)
-os.pwrite(fd, H.pack(b"SBFLOOR1", 1, H.size, S.size, 8192, pid, os.getpid(), start, 0, 0, 1), 0)
-c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-c.settimeout(20)
-c.connect(reg)
-socket.send_fds(c, [b"SBREG1\0\0" + struct.pack("=iiiI", 1, fd, pid, 0)], [fd])
+fd, path = floor_table.foreign_file(pid, ino, floor)
+c = floor_table.offer(reg, fd, floor_table.FOREIGN, pid, timeout=20)
 print("sent", flush=True)
 try:
-    answer = str(struct.unpack("=i", c.recv(4))[0])
+    answer = str(floor_table.answer(c))
 except OSError as e:
     answer = f"error {e.errno}"
 print("answer", answer, flush=True)
 sys.stdin.readline()
 os.unlink(path)
-"""
+""")
 
 # Root, with every capability: holds what it was given and waits.
 HOLDER = "import os, sys; print(os.getpid(), flush=True); sys.stdin.readline()"

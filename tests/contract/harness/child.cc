@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "child.h"
 
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 namespace sockbuf::contract
 {
@@ -22,6 +24,15 @@ void close_all_but(std::vector<int> keep)
 		lo = unsigned(k) + 1;
 	}
 	syscall(SYS_close_range, lo, ~0u, 0);
+}
+
+bool after_fork(int sig, std::vector<int> keep, pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, sig);
+	if (parent >= 0 && getppid() != parent)
+		return false;
+	close_all_but(std::move(keep));
+	return true;
 }
 
 bool write_all(int fd, const void *p, size_t n)

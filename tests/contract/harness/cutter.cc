@@ -43,11 +43,9 @@ uint64_t next_random(uint64_t *s)
 [[noreturn]] void cutter_main(std::vector<cut_record> plan, const cut_spec &spec, pid_t parent,
 			      int go_fd, int out_fd)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(1);
 	// The scenario's sockets and pipes are not the cutter's.
-	close_all_but({go_fd, out_fd});
+	if (!after_fork(SIGKILL, {go_fd, out_fd}, parent))
+		_exit(1);
 	int64_t t0 = 0;
 	ssize_t r;
 	while ((r = read(go_fd, &t0, sizeof(t0))) < 0 && errno == EINTR)

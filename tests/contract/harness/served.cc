@@ -14,7 +14,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -125,11 +124,10 @@ int64_t daemon_restores(const std::string &path)
 [[noreturn]] void served_main(const std::vector<std::pair<int, sockbuf_floor>> &fds,
 			      const std::string &run_dir, uint32_t interval_us, int ctl, int res)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	std::vector<int> keep = {ctl, res};
 	for (const auto &f : fds)
 		keep.push_back(f.first);
-	close_all_but(keep);
+	after_fork(SIGKILL, keep);
 	setenv("SOCKBUF_DAEMON_DIR", run_dir.c_str(), 1);
 	served_ready ready;
 	const int id = sockbuf_guard_new(SOCKBUF_GUARD_ALLOW_FORCE);
@@ -262,7 +260,7 @@ std::string served_guard::start_daemon()
 	if (daemon_ < 0)
 		return fmt::format("fork: {}", strerror(errno));
 	if (daemon_ == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		after_fork(SIGTERM, {});
 		// As its unit runs it (Nice=-10): the scenario's own threads
 		// (the sampler is real-time) must not starve its beat.
 		(void)setpriority(PRIO_PROCESS, 0, -10);
@@ -271,7 +269,6 @@ std::string served_guard::start_daemon()
 		if (log < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
 		    dup2(log, 2) < 0)
 			_exit(126);
-		close_all_but({});
 		setenv("SOCKBUF_DAEMON_DIR", run_dir_.c_str(), 1);
 		execl(sockbufd_.c_str(), sockbufd_.c_str(), "--interval", interval.c_str(),
 		      "--events", "off", "--metrics-file", metrics_.c_str(), nullptr);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "guard.h"
+#include "guard_source_name.h"
 #include "sys.h"
 #include "util.h"
 
@@ -93,18 +94,7 @@ struct uncapable_guard {
 // auto_source).
 inline std::string source_name(const ::testing::TestParamInfo<int> &i)
 {
-	switch (i.param) {
-	case SOCKBUF_GUARD_SRC_GETSOCKOPT:
-		return "getsockopt";
-	case SOCKBUF_GUARD_SRC_DIAG:
-		return "inet_diag";
-	case SOCKBUF_GUARD_SRC_URING:
-		return "io_uring";
-	case SOCKBUF_GUARD_SRC_BPF:
-		return "bpf";
-	default:
-		return "auto";
-	}
+	return guard_source_name(i.param, "auto");
 }
 
 // Every guard made while it lives uses one size source (seam); -1: the

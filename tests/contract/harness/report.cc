@@ -6,6 +6,7 @@
 #include "clauses.h"
 #include "dips.h"
 #include "floor_judge.h"
+#include "guard_source_name.h"
 #include "text_wrap.h"
 
 #include <sockbuf/sockbuf.h>
@@ -163,22 +164,6 @@ json dips_json(const dip_summary &d)
 	if (d.dropped)
 		j["dropped"] = d.dropped;
 	return j;
-}
-
-const char *source_name(int src)
-{
-	switch (src) {
-	case SOCKBUF_GUARD_SRC_GETSOCKOPT:
-		return "getsockopt";
-	case SOCKBUF_GUARD_SRC_DIAG:
-		return "inet_diag";
-	case SOCKBUF_GUARD_SRC_URING:
-		return "io_uring";
-	case SOCKBUF_GUARD_SRC_BPF:
-		return "bpf";
-	default:
-		return "none";
-	}
 }
 
 // A floor guard's name in the reports: its driver, "reserve/events" for
@@ -483,7 +468,7 @@ json scenario_json(const scenario_result &r, const std::vector<verdict> &verdict
 				   {"pass_total_us", g.pass_total_us},
 				   {"round_total_us", g.round_total_us},
 				   {"bound_us", g.bound_us},
-				   {"source", source_name(g.source)},
+				   {"source", test::guard_source_name(g.source, "none")},
 				   {"dips", dips_json(dips_of(r, g.a, d))}});
 		if (d == guard_driver::daemon)
 			drivers.back()["daemon"] = {{"pid", g.daemon_pid},

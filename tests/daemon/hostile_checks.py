@@ -14,7 +14,8 @@ isolate(): a private /dev/shm and /run/sockbufd), every wait bounded.
   names     50,000 files named like tables in /dev/shm and one alias
             ("sockbuf-floors.+PID.START", which sscanf takes) for a live
             process: the daemon reads none of them (it scans no
-            directory): under 0.3 s of CPU in 3 s.
+            directory): under 0.5 s of CPU in 3 s (0.18 s idle, 0.31 s at
+            load 10-15; a daemon that rescans the names took 0.85 s).
   full      /dev/shm full (the test's own small tmpfs): a program run as
             nobody under the preload shim sizes a socket, publishes its
             floor and runs on (its table is a memfd, allocated before it
@@ -155,8 +156,8 @@ def names_checks(ns, args, tmp):
         t0, c0 = time.monotonic(), cpu_seconds(daemon.proc.pid)
         time.sleep(3)  # a measurement window, not a synchronisation
         used = cpu_seconds(daemon.proc.pid) - c0
-        rp.check(used < 0.3, f"names: the daemon used {used:.2f} s of CPU in "
-                             f"{time.monotonic() - t0:.1f} s (want < 0.3)")
+        rp.check(used < 0.5, f"names: the daemon used {used:.2f} s of CPU in "
+                             f"{time.monotonic() - t0:.1f} s (want < 0.5)")
     finally:
         if daemon:
             daemon.end(signal.SIGTERM)

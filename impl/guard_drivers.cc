@@ -161,11 +161,12 @@ void floor_guard::run_thread_events(unsigned int net_us, unsigned int poll_us)
 		// polling interval, not at the net's.
 		if (unclear)
 			left = std::min(left, int64_t(poll_us) * 1000);
-		// A daemon that starts is looked for about once a second, not
-		// only at the net's passes (a round without records costs a
-		// drain of the empty ring).
-		if (!(flags_ & SOCKBUF_GUARD_NO_DAEMON))
-			left = std::min<int64_t>(left, 1'000'000'000);
+		// At least once a second a round without records: it reads
+		// the runs the kernel skipped (event_source::lost()), cuts no
+		// record will ever name, and looks for a daemon that started
+		// (a round costs a drain of the empty ring and a bpf() call
+		// per program).
+		left = std::min<int64_t>(left, 1'000'000'000);
 		const int timeout_ms = left <= 0 ? 0 : int((left + 999'999) / 1'000'000);
 		struct epoll_event got[2];
 		const int r = epoll_wait(ep, got, 2, timeout_ms);

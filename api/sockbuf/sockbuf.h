@@ -1001,8 +1001,16 @@ SOCKBUF_API int sockbuf_guard_stats(int guard, struct sockbuf_guard_totals *out)
  * @attached:       SOCKBUF_GUARD_EV_* bits: the functions watched.
  * @net_interval_us: the safety-net passes' interval while events are on.
  * @records:        records read: sockets the kernel left below a floor.
- * @lost:           records the ring buffer had no room for; each loss is
- *                  followed by a full pass.
+ * @lost:           records never read: those the ring buffer had no room
+ *                  for, and the programs' runs the kernel skipped
+ *                  (bpf_prog_info's recursion_misses, 5.12: a trampoline
+ *                  does not run a program already running on that CPU,
+ *                  under a softirq or a preempted task), each a cut
+ *                  that may have posted nothing.  Each loss is followed
+ *                  by a full pass; the guard's thread looks at the count
+ *                  at every round and at least once a second,
+ *                  sockbuf_guard_timerfd()'s caller at every round it
+ *                  runs (on records or its timer).
  * @rounds:         wakeups on records (each restores the sockets named).
  * @restored_events: directions restored because a record named them.
  * @restored_passes: directions restored by full passes (the safety net,

@@ -84,7 +84,11 @@ public:
 	// socket).  The number appended, or -errno.
 	int drain(std::vector<uint32_t> *out, std::vector<uint64_t> *posted_ns = nullptr);
 
-	// Records the ring had no room for, since open().
+	// Records never read, since open(): those the ring had no room for,
+	// and the programs' runs the kernel skipped (recursion_misses: the
+	// same program already running on that CPU).  Either may have been a
+	// cut: the caller makes a full pass when it grows.  One bpf() call
+	// per program.
 	uint64_t lost() const;
 	// The longest a record drained so far waited in the ring, from its
 	// post to drain() (ns): the scheduler's share of the event path.

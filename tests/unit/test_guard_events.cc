@@ -411,6 +411,44 @@ TEST(GuardEvents, LostRecordsAreCountedAndFollowedByAFullPass)
 	EXPECT_EQ(e.ev.restored_passes, 1u);
 }
 
+// A record never posted (the kernel skipped the program's run: its
+// recursion_misses, counted in lost) and nothing else happening: the
+// guard's thread reads the count at least once a second on its own, so
+// the cut waits about a second, not the safety net's minute.  The skip is
+// the seam's (a skipped run cannot be made on purpose); the socket is cut
+// before it is guarded, so no record names it.  NO_DAEMON: no look for a
+// daemon wakes the thread either.
+TEST(GuardEvents, ALostRecordAloneIsFoundByTheThreadWithinASecond)
+{
+	SKIP_WITHOUT_EVENTS_OR_BUF_LOCK();
+	guard_id g(SOCKBUF_GUARD_EVENTS | SOCKBUF_GUARD_NO_DAEMON);
+	ASSERT_EQ(sockbuf_guard_set_net_interval(g.id, long_net_us), 0);
+	fd s(tcp());
+	const struct sockbuf_floor fl = {floor_size, 0};
+	ASSERT_EQ(sockbuf_set_initial_bufsize(s, floor_size, 0, 0, nullptr), 0);
+	ASSERT_EQ(sockbuf_guard_start(g.id, 10'000), 0);
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (events_totals(g.id).t.passes < 1 && std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_EQ(events_totals(g.id).t.passes, 1u);
+	ASSERT_NO_FATAL_FAILURE(push_below(s));
+	ASSERT_EQ(sockbuf_guard_add(g.id, s, &fl), 0);
+	const auto lost_at = std::chrono::steady_clock::now();
+	ASSERT_EQ(sockbuf::guard::lose_records_for_test(g.id, 1), 0);
+	const auto until = lost_at + std::chrono::seconds(3);
+	while (sndbuf(s) < floor_size && std::chrono::steady_clock::now() < until)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	const auto waited = std::chrono::steady_clock::now() - lost_at;
+	ASSERT_EQ(sockbuf_guard_stop(g.id), 0);
+	ASSERT_GE(sndbuf(s), floor_size) << "the lost record waited for the safety net";
+	// A second and one pass; 1.5 s leaves the pass half a second.
+	EXPECT_LT(waited, std::chrono::milliseconds(1500));
+	events_totals e(g.id);
+	EXPECT_EQ(e.ev.lost, 1u);
+	EXPECT_EQ(e.t.passes, 2u);
+	EXPECT_EQ(e.ev.restored_passes, 1u);
+}
+
 // The pending mark of a cut socket cannot be cleared (the map's update
 // cannot allocate, through the seam: the clear and its retry at once
 // fail).  The socket then posts no record; the next round must look at

@@ -94,8 +94,12 @@ void host::tick(uint64_t now_ms)
 		full_pass(); // polling
 	} else {
 		// Events: a pass for sockets new to the set (cut before they
-		// were watched), at most every --interval, and the net's.
-		if (net_due || (set_changed_ && now_ms >= next_pass_ms_)) {
+		// were watched), at most every --interval, and the net's; and
+		// at once for records lost since the last look (the kernel's
+		// skipped runs post nothing, and may come with no record to
+		// wake on_records()).
+		const bool lost = take_lost() > 0;
+		if (lost || net_due || (set_changed_ && now_ms >= next_pass_ms_)) {
 			sync_watch();
 			full_pass();
 			next_pass_ms_ = now_ms + opt_.interval_ms;

@@ -166,6 +166,7 @@ private:
 	void restored(const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 		      const struct sockbuf_report &rep);
 	void full_pass();
+	uint64_t take_lost();
 	void sync_watch(); // the event map follows the guard's set
 
 	const options &opt_;

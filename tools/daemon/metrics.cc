@@ -102,8 +102,9 @@ metrics::metrics() : registry_(std::make_shared<prometheus::Registry>())
 			.Add({});
 	records_lost_ = &BuildCounter()
 			     .Name("sockbuf_event_records_lost_total")
-			     .Help("Records the ring buffer had no room for (each followed "
-				   "by a full pass)")
+			     .Help("Records never read: the ring buffer had no room, or "
+				   "the kernel skipped a program's run (each followed by a "
+				   "full pass)")
 			     .Register(*registry_)
 			     .Add({});
 	processes_ = &BuildGauge()

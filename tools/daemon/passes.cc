@@ -55,16 +55,25 @@ void host::sync_watch()
 	}
 }
 
+// The records lost since the last look (a full ring, or the kernel's
+// skipped runs of a program: event_source::lost()), counted.
+uint64_t host::take_lost()
+{
+	const uint64_t lost = ev_.lost();
+	const uint64_t lost_now = lost - lost_seen_;
+	lost_seen_ = lost;
+	metrics_.records(0, double(lost_now));
+	return lost_now;
+}
+
 void host::on_records()
 {
 	inos_.clear();
 	posted_ns_.clear();
 	if (ev_.drain(&inos_, &posted_ns_) < 0 && inos_.empty())
 		return;
-	const uint64_t lost = ev_.lost();
-	const uint64_t lost_now = lost - lost_seen_;
-	lost_seen_ = lost;
-	metrics_.records(double(inos_.size()), double(lost_now));
+	const uint64_t lost_now = take_lost();
+	metrics_.records(double(inos_.size()), 0);
 	metrics_.event_wait_max(double(ev_.max_wait_ns()) / 1e9);
 	const auto cb = [this](const cli::remote::socket_ref &s, int64_t snd, int64_t rcv,
 			       const struct sockbuf_report &rep) { restored(s, snd, rcv, rep); };

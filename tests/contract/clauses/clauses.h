@@ -84,4 +84,11 @@ inline int64_t repair_bound_us(int64_t interval_us, int64_t sockets, bool rests 
 // header's SOCKBUF_GUARD_EVENT_BOUND_US.
 inline constexpr int64_t guard_event_bound_us = SOCKBUF_GUARD_EVENT_BOUND_US;
 
+// How long a cut may last when the kernel skipped a run of the events
+// guard's own programs during it (the cut may have posted nothing): the
+// guard's thread reads the skipped runs at least once a second
+// (sockbuf_guard_event_totals.lost), then makes a full pass; the event
+// bound covers that pass.
+inline constexpr int64_t guard_skip_bound_us = 1'000'000 + guard_event_bound_us;
+
 } // namespace sockbuf::contract

@@ -149,6 +149,32 @@ floor_judgment judge_floors(const scenario_result &r)
 				return 0;
 			return sched_wait_us(g.sched, from, to);
 		};
+		m.blocked_why = m.sched_why.empty() ? g.blocked_why : m.sched_why;
+		m.thp_why = r.clock.thp_why;
+		m.guard_skips_why = m.events_on ? g.skips_why : "";
+		m.skip_bound_us = m.events_on ? guard_skip_bound_us : 0;
+		for (const auto &s : g.skips)
+			m.guard_skipped_runs += s.grew;
+		// What else the judge read of [@from, @to] (reported, never
+		// excused), and whether the guard's programs skipped a run.
+		auto annotate = [&](judged_dip *j, int64_t from, int64_t to) {
+			if (m.blocked_why.empty() && to > from)
+				j->blocked_us = sched_wait_us(g.blocked, from, to);
+			if (m.thp_why.empty()) {
+				j->thp_collapses = 0;
+				for (const auto &s : r.clock.thp)
+					if (s.from_us <= to && s.to_us >= from)
+						j->thp_collapses += s.grew;
+			}
+			m.max_blocked_us = std::max(m.max_blocked_us, j->blocked_us);
+			j->guard_skipped = m.events_on && m.guard_skips_why.empty() &&
+					   skipped_during(g.skips, from, to);
+			if (j->guard_skipped) {
+				m.guard_skip_dips++;
+				j->bound_us = std::max(j->bound_us, m.skip_bound_us);
+				j->how += ", a run of the guard's programs skipped during it";
+			}
+		};
 		m.late_us = m.events_on ? g.max_wait_us : g.max_late_us;
 		m.pass_late_us = g.max_late_us;
 		m.restored_by_record = g.restored_events;
@@ -216,6 +242,7 @@ floor_judgment judge_floors(const scenario_result &r)
 								    r.clock.function(k.start_fn),
 								    end_words(r.clock, k.end_fn)),
 							excused(k.start_us, k.end_us)};
+					annotate(&j, k.start_us, k.end_us);
 					m.max_sched_wait_us =
 					    std::max(m.max_sched_wait_us, j.sched_wait_us);
 					keep_longest(&m.longest, j);
@@ -231,7 +258,7 @@ floor_judgment judge_floors(const scenario_result &r)
 						m.unproven.push_back(j);
 						continue;
 					}
-					if (k.us() - j.sched_wait_us <= b)
+					if (k.us() - j.sched_wait_us <= j.bound_us)
 						continue;
 					// Ended by the samples: its end is an upper bound
 					// (at least 0 ms, as far as anything says).
@@ -273,12 +300,13 @@ floor_judgment judge_floors(const scenario_result &r)
 							      "missed it)"
 							    : "between samples",
 							excused(d.first_us + cycle_us, d.last_us)};
+					annotate(&j, d.first_us, d.last_us);
 					m.max_sched_wait_us =
 					    std::max(m.max_sched_wait_us, j.sched_wait_us);
 					keep_longest(&m.longest, j);
-					if (d.seen_us() - j.sched_wait_us > b)
+					if (d.seen_us() - j.sched_wait_us > j.bound_us)
 						m.over.push_back(j);
-					else if (d.us() - j.sched_wait_us > b)
+					else if (d.us() - j.sched_wait_us > j.bound_us)
 						m.unproven.push_back(j);
 				}
 			}

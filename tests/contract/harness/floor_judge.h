@@ -24,13 +24,20 @@
 // not) is judged by its samples against its mode's bound: seen past it
 // fails, its upper bound alone past it is unverified.  A dip during
 // which the kernel skipped a run of the clock's programs (its count is
-// per program, not per socket) is unverified.
+// per program, not per socket) is unverified.  In the events modes, a
+// dip during which the kernel skipped a run of the guard's own programs
+// (read by the judge: judge/prog_skips.h) may have had no record: it is
+// held to guard_skip_bound_us (clauses.h: the guard reads the skips at
+// least once a second), and counted.
 //
 // The scheduler's share: the time a guard's thread waited runnable and
 // not run inside a dip, as the judge read it from the kernel
 // (judge/cycle_watch.h: run_delay of /proc/<pid>/task/<tid>/schedstat,
 // a lower bound), is taken off that dip's length before it is compared
-// (sched_wait_us, per dip).  Sleeping or blocking is never excused.
+// (sched_wait_us, per dip).  Sleeping or blocking is never excused; the
+// time the thread was blocked inside a dip (sum_block_runtime) and the
+// huge pages khugepaged collapsed meanwhile are reported with it, to
+// name a failure's cause.
 //
 // Used by C3 for its verdict and by the JSON report (floor_judge).
 #pragma once
@@ -55,8 +62,11 @@ struct judged_dip {
 	int64_t us = 0;	      // its length (kernel) or upper bound (sampled)
 	int64_t seen_us = 0;  // sampled: first to last sample under
 	int64_t bound_us = 0;
-	std::string how;	   // "cut in __sk_mem_raise_allocated, restored ..."
-	int64_t sched_wait_us = 0; // the guard's thread runnable, not run (excused)
+	std::string how;	    // "cut in __sk_mem_raise_allocated, restored ..."
+	int64_t sched_wait_us = 0;  // the guard's thread runnable, not run (excused)
+	int64_t blocked_us = -1;    // ... blocked (not excused); -1: not read
+	int64_t thp_collapses = -1; // huge pages collapsed during it; -1: not read
+	bool guard_skipped = false; // a run of the guard's programs skipped during it
 };
 
 struct mode_judgment {
@@ -81,6 +91,16 @@ struct mode_judgment {
 	uint64_t watched_cuts = 0; // kernel: dips that began at a watched cut
 	uint64_t written_back = 0; // ... and ended at a socket-option write
 	uint64_t skipped_dips = 0; // dips a skipped clock run left unverified
+	// Dips during which the guard's own programs skipped a run (held to
+	// guard_skip_bound_us), and the guard's skipped runs in all, or why
+	// they were not read.
+	uint64_t guard_skip_dips = 0;
+	int64_t guard_skipped_runs = 0;
+	std::string guard_skips_why;
+	int64_t skip_bound_us = 0;
+	// Blocked time and collapses: the most on one dip, or why unread.
+	int64_t max_blocked_us = 0;
+	std::string blocked_why, thp_why;
 	std::map<std::string, uint64_t> cuts_by_function; // kernel: where dips began
 	std::vector<judged_dip> over;			  // longer than their bound: fail
 	std::vector<judged_dip> unproven;		  // cannot be ruled out

@@ -3,6 +3,7 @@
 
 #include "clauses.h"
 #include "cycle_watch.h"
+#include "prog_skips.h"
 
 #include <pthread.h>
 #include <sockbuf/sockbuf.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace sockbuf::contract
 {
@@ -49,7 +51,15 @@ floor_guard::floor_guard(std::vector<socket_record> *sockets, arm a, guard_drive
 		flags |= SOCKBUF_GUARD_EVENTS;
 	if (a == arm::lib_reserve)
 		flags |= SOCKBUF_GUARD_RESERVE_MEM;
+	// The programs it loads are the kernel's list's new ids (nothing
+	// else loads programs while the scenario builds its guards).
+	const std::set<uint32_t> ids_before =
+	    d == guard_driver::events ? bpf_program_ids() : std::set<uint32_t>{};
 	id_ = sockbuf_guard_new(flags);
+	if (id_ >= 0 && d == guard_driver::events) {
+		prog_why_.clear();
+		prog_fds_ = open_new_programs(ids_before, bpf_program_ids(), &prog_why_);
+	}
 	if (id_ < 0) {
 		note_error("sockbuf_guard_new", id_);
 		return;
@@ -76,6 +86,8 @@ floor_guard::~floor_guard()
 		sockbuf_guard_destroy(id_); // closes the timerfd
 	if (stop_fd_ >= 0)
 		close(stop_fd_);
+	for (const int fd : prog_fds_)
+		close(fd);
 }
 
 void floor_guard::note_error(const char *call, int err)

@@ -26,6 +26,7 @@
 #include "model.h"
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,10 @@ public:
 	// The thread that runs its passes, found as start() made it (0: not
 	// found): the judge reads its run-queue wait (judge/cycle_watch.h).
 	int tid() const { return tid_; }
+	// The BPF programs the guard loaded (events), found by the judge in
+	// the kernel's list (judge/prog_skips.h), or why none.
+	const std::vector<int> &programs() const { return prog_fds_; }
+	const std::string &programs_why() const { return prog_why_; }
 
 private:
 	void event_loop();
@@ -70,6 +75,8 @@ private:
 	int id_ = -1;
 	int sockets_ = 0;
 	int tid_ = 0;
+	std::vector<int> prog_fds_; // owned
+	std::string prog_why_ = "no programs asked for";
 	int timer_fd_ = -1; // owned by the guard
 	int stop_fd_ = -1;  // eventfd: ends the event loop
 	bool started_ = false;

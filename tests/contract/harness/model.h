@@ -154,8 +154,13 @@ struct counter_step {
 };
 
 // Which instrument timed a scenario's dips: the kernel's clock, or (where
-// its programs cannot load, and why) the samples.
+// its programs cannot load, and why) the samples.  With it, host-wide
+// counters the judge read each cycle: huge pages khugepaged collapsed
+// (/proc/vmstat thp_collapse_alloc; a collapse holds the mm of the
+// process whose pages it takes, so the guard's thread can wait on it).
 struct floor_clock {
+	std::vector<counter_step> thp;
+	std::string thp_why;
 	bool kernel = false;
 	std::string why;
 	std::vector<std::string> functions; // by id; "" where not attached
@@ -279,6 +284,16 @@ struct guard_stats {
 	int tid = 0;
 	std::vector<counter_step> sched;
 	std::string sched_why;
+	// The same thread's time blocked (uninterruptible sleep: a lock, a
+	// page fault waiting for the mm), sum_block_runtime of
+	// /proc/<pid>/task/<tid>/sched (schedstats on), in microseconds, or
+	// why not: reported per dip, never excused (its own calls block too).
+	std::vector<counter_step> blocked;
+	std::string blocked_why;
+	// Runs of the guard's own programs the kernel skipped (events), read
+	// by the judge (judge/prog_skips.h), or why not.
+	std::vector<counter_step> skips;
+	std::string skips_why;
 	// guard_driver::daemon (sockbuf_guard_daemon_stats() of the guard in
 	// the served process, and the daemon's own figures): the sockbufd
 	// that served it at the end (0: none), why not (-errno; 1: not

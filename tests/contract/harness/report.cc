@@ -100,6 +100,24 @@ json floor_judge_json(const scenario_result &r)
 			o["sched_not_excused"] = m.sched_why;
 		if (m.skipped_dips)
 			o["skipped_dips"] = m.skipped_dips;
+		// Read by the judge, never excused: the guard's thread blocked,
+		// huge pages collapsed, and (events) its own programs' runs the
+		// kernel skipped; or why each was not read.
+		if (m.blocked_why.empty())
+			o["max_blocked_us"] = m.max_blocked_us;
+		else
+			o["blocked_not_read"] = m.blocked_why;
+		if (!m.thp_why.empty())
+			o["thp_not_read"] = m.thp_why;
+		if (m.events_on) {
+			o["skip_bound_us"] = m.skip_bound_us;
+			if (m.guard_skips_why.empty()) {
+				o["guard_skipped_runs"] = m.guard_skipped_runs;
+				o["guard_skip_dips"] = m.guard_skip_dips;
+			} else {
+				o["guard_skips_not_read"] = m.guard_skips_why;
+			}
+		}
 		// Per dip: the longest, those past their bound, those that
 		// cannot be ruled out; each with the scheduler wait it was
 		// excused (sched_wait_us).
@@ -115,6 +133,12 @@ json floor_judge_json(const scenario_result &r)
 					  {"how", d.how}};
 				if (d.seen_us >= 0)
 					x["seen_us"] = d.seen_us;
+				if (d.blocked_us >= 0)
+					x["blocked_us"] = d.blocked_us;
+				if (d.thp_collapses >= 0)
+					x["thp_collapses"] = d.thp_collapses;
+				if (d.guard_skipped)
+					x["guard_skipped"] = true;
 				a.push_back(x);
 			}
 			return a;

@@ -251,6 +251,7 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 		if (g->sockets()) {
 			g->start();
 			watch.add_thread(slot, g->tid());
+			watch.add_programs(slot, g->programs(), g->programs_why());
 		}
 		slot++;
 	}
@@ -290,12 +291,18 @@ void run_scenario(const scenario_spec &spec, const profile &prof, const run_hook
 	take_snapshots(&set, true);
 	out->sampler = smp.stats();
 	out->clock.skips = watch.skips(out->clock.skipped);
+	out->clock.thp = watch.thp();
+	out->clock.thp_why = watch.thp_why();
 	slot = 0;
 	for (floor_guard *g : guards) {
 		g->last_pass();
 		guard_stats st = g->stats(prof.cost);
 		st.sched = watch.sched(slot);
-		st.sched_why = watch.sched_why(slot++);
+		st.sched_why = watch.sched_why(slot);
+		st.blocked = watch.blocked(slot);
+		st.blocked_why = watch.blocked_why(slot);
+		st.skips = watch.guard_skips(slot);
+		st.skips_why = watch.guard_skips_why(slot++);
 		if (st.sockets || st.restore_errors)
 			out->guards.push_back(std::move(st));
 	}

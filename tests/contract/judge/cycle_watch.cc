@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "kernel_clock.h"
+#include "prog_skips.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -37,6 +38,42 @@ int64_t read_run_delay(int fd)
 	return q == p ? -1 : int64_t(delay);
 }
 
+// The value of the line @key of a text file like /proc/vmstat ("key N")
+// or /proc/<pid>/sched ("key : ms.nnnnnn", in ns then), read whole from
+// @fd; -1 where it is missing.
+int64_t read_keyed(int fd, const char *key, bool ms_fraction)
+{
+	char buf[16384];
+	const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	const size_t klen = std::strlen(key);
+	for (char *line = buf; line && *line;) {
+		char *next = std::strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (std::strncmp(line, key, klen) == 0 &&
+		    (line[klen] == ' ' || line[klen] == ':')) {
+			char *p = line + klen;
+			while (*p == ' ' || *p == ':')
+				p++;
+			char *end = nullptr;
+			const long long whole = std::strtoll(p, &end, 10);
+			if (end == p)
+				return -1;
+			if (!ms_fraction)
+				return whole;
+			long long frac = 0; // six digits of ns after the point
+			if (*end == '.')
+				frac = std::strtoll(end + 1, nullptr, 10);
+			return whole * 1'000'000 + frac;
+		}
+		line = next;
+	}
+	return -1;
+}
+
 std::string comm_of(int tid)
 {
 	char path[64];
@@ -66,6 +103,15 @@ void cycle_watch::counter::note(int64_t value, int64_t from_us, int64_t to_us)
 
 cycle_watch::cycle_watch(int64_t t0_ns, bool skips) : t0_ns_(t0_ns), read_skips_(skips)
 {
+	thp_.fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	if (thp_.fd < 0 || read_keyed(thp_.fd, "thp_collapse_alloc", false) < 0) {
+		thp_.why = "/proc/vmstat has no thp_collapse_alloc (no transparent huge pages)";
+		if (thp_.fd >= 0)
+			close(thp_.fd);
+		thp_.fd = -1;
+	} else {
+		thp_.why.clear();
+	}
 	if (read_skips_) {
 		// The base: runs skipped before the traffic are not its.
 		const int64_t from = (now_ns() - t0_ns_) / 1000;
@@ -78,6 +124,27 @@ cycle_watch::~cycle_watch()
 	for (auto &c : slots_)
 		if (c.fd >= 0)
 			close(c.fd);
+	for (auto &c : blocked_)
+		if (c.fd >= 0)
+			close(c.fd);
+	if (thp_.fd >= 0)
+		close(thp_.fd);
+}
+
+void cycle_watch::add_programs(int slot, const std::vector<int> &fds, const std::string &why)
+{
+	if (slot < 0 || slot >= max_threads)
+		return;
+	counter &c = gskips_[slot];
+	if (fds.empty() || skipped_runs(fds) < 0) {
+		c.why = why.empty() ? "the guard's programs could not be read" : why;
+		return;
+	}
+	progs_[slot] = fds;
+	c.why.clear();
+	const int64_t from = (now_ns() - t0_ns_) / 1000;
+	c.note(skipped_runs(fds), from, from); // the base: skips before are not its
+	live_progs_.fetch_or(1u << slot, std::memory_order_release);
 }
 
 void cycle_watch::add_thread(int slot, int tid)
@@ -105,6 +172,24 @@ void cycle_watch::add_thread(int slot, int tid)
 	}
 	c.why.clear();
 	live_.fetch_or(1u << slot, std::memory_order_release);
+
+	counter &b = blocked_[slot];
+	std::snprintf(path, sizeof(path), "/proc/self/task/%d/sched", tid);
+	b.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (b.fd < 0) {
+		b.why = fmt::format("{}: {}", path, std::strerror(errno));
+		return;
+	}
+	if (read_keyed(b.fd, "sum_block_runtime", true) < 0) {
+		b.why = fmt::format("{}: no sum_block_runtime (schedstats off: boot with "
+				    "schedstats=enable, or a kernel before 5.16)",
+				    path);
+		close(b.fd);
+		b.fd = -1;
+		return;
+	}
+	b.why.clear();
+	live_blocked_.fetch_or(1u << slot, std::memory_order_release);
 }
 
 void cycle_watch::read()
@@ -119,6 +204,33 @@ void cycle_watch::read()
 		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
 		if (v >= 0)
 			c.note(v / 1000, from, to); // whole microseconds: never more
+	}
+	const unsigned blocked = live_blocked_.load(std::memory_order_acquire);
+	const unsigned progs = live_progs_.load(std::memory_order_acquire);
+	for (int k = 0; k < max_threads; k++) {
+		if (blocked & (1u << k)) {
+			counter &c = blocked_[k];
+			const int64_t from = (now_ns() - t0_ns_) / 1000;
+			const int64_t v = read_keyed(c.fd, "sum_block_runtime", true);
+			const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
+			if (v >= 0)
+				c.note(v / 1000, from, to);
+		}
+		if (progs & (1u << k)) {
+			counter &c = gskips_[k];
+			const int64_t from = (now_ns() - t0_ns_) / 1000;
+			const int64_t v = skipped_runs(progs_[k]);
+			const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
+			if (v >= 0)
+				c.note(v, from, to);
+		}
+	}
+	if (thp_.fd >= 0) {
+		const int64_t from = (now_ns() - t0_ns_) / 1000;
+		const int64_t v = read_keyed(thp_.fd, "thp_collapse_alloc", false);
+		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
+		if (v >= 0)
+			thp_.note(v, from, to);
 	}
 	if (read_skips_) {
 		const int64_t from = (now_ns() - t0_ns_) / 1000;

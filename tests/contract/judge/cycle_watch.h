@@ -12,6 +12,12 @@
 // run_delay: only time its thread could have run and did not.  So a
 // guard that sleeps in its pass gets nothing excused.
 //
+// For the report, never excused: each guard thread's time blocked
+// (sum_block_runtime of /proc/<pid>/task/<tid>/sched, where schedstats
+// are on: the guests boot with schedstats=enable), the runs of each
+// guard's own programs the kernel skipped (judge/prog_skips.h), and the
+// huge pages khugepaged collapsed (/proc/vmstat thp_collapse_alloc).
+//
 // Written by the sampler's thread (read()), threads added by the
 // scenario's thread while it runs (add_thread()); the steps are read
 // after the sampler stopped.
@@ -42,11 +48,21 @@ public:
 	// Watches thread @tid of this process in slot @slot (< max_threads),
 	// or records why it cannot (@tid 0: the guard's thread was not found).
 	void add_thread(int slot, int tid);
+	// Reads the skipped runs of the programs @fds (a guard's, owned by
+	// the caller, open while this lives) in slot @slot, or records @why
+	// not (@fds empty).
+	void add_programs(int slot, const std::vector<int> &fds, const std::string &why);
 	// One reading of every counter (the sampler's thread).
 	void read();
 	// After the sampler stopped.
 	const std::vector<counter_step> &sched(int slot) const { return slots_[slot].steps; }
 	const std::string &sched_why(int slot) const { return slots_[slot].why; }
+	const std::vector<counter_step> &blocked(int slot) const { return blocked_[slot].steps; }
+	const std::string &blocked_why(int slot) const { return blocked_[slot].why; }
+	const std::vector<counter_step> &guard_skips(int slot) const { return gskips_[slot].steps; }
+	const std::string &guard_skips_why(int slot) const { return gskips_[slot].why; }
+	const std::vector<counter_step> &thp() const { return thp_.steps; }
+	const std::string &thp_why() const { return thp_.why; }
 	// The skipped runs' steps, and where the clock's count for the
 	// scenario, @total, is more than they add up to (runs skipped after
 	// the last reading), one more step from that reading on.
@@ -64,7 +80,13 @@ private:
 	int64_t t0_ns_;
 	bool read_skips_;
 	counter slots_[max_threads];
-	std::atomic<unsigned> live_{0}; // bit per slot, published after its fd
+	counter blocked_[max_threads];		// fd: /proc/self/task/<tid>/sched
+	counter gskips_[max_threads];		// fd unused: progs_ holds them
+	std::vector<int> progs_[max_threads];	// the caller's fds
+	std::atomic<unsigned> live_{0};		// bit per slot, published after its fd
+	std::atomic<unsigned> live_blocked_{0}; // the same, for blocked_
+	std::atomic<unsigned> live_progs_{0};	// the same, for progs_
+	counter thp_;				// fd: /proc/vmstat
 	counter skips_;
 	int64_t last_read_us_ = 0;
 };

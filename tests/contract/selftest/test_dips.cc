@@ -641,23 +641,29 @@ TEST(Dips, EventsDipsWithoutTheKernelClockAreUnverified)
 // An events guard: a cut its programs watch is held to the event bound
 // plus the guard's lateness, any other dip to the safety net's; and
 // watched cuts written back with no restore on a record fail.
+// A kernel-clock run of one events guard (its programs on
+// __sk_mem_raise_allocated and __tcp_check_space, a net of 1.1 s) that
+// restored @by_record directions on records, whose records waited up to
+// @wait_us by its own account.
+scenario_result events_run(uint64_t by_record, int64_t wait_us)
+{
+	scenario_result r = kernel_run(guard_driver::events, -1, 1'000'000);
+	guard_stats g;
+	g.driver = "events";
+	g.sockets = 2;
+	g.bound_us = 1'100'000; // the safety net's
+	g.events_err = 0;
+	g.attached = SOCKBUF_GUARD_EV_MEM_RAISE | SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE;
+	g.restored_events = by_record;
+	g.max_wait_us = wait_us;
+	g.tid = 1;
+	r.guards = {g};
+	widen_client_gap(&r, 2000); // samples too sparse to end a dip
+	return r;
+}
+
 TEST(Dips, EventsGuardHeldToTheEventBound)
 {
-	auto events_run = [](uint64_t by_record, int64_t wait_us) {
-		scenario_result r = kernel_run(guard_driver::events, -1, 1'000'000);
-		guard_stats g;
-		g.driver = "events";
-		g.sockets = 2;
-		g.bound_us = 1'100'000; // the safety net's
-		g.events_err = 0;
-		g.attached = SOCKBUF_GUARD_EV_MEM_RAISE | SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE;
-		g.restored_events = by_record;
-		g.max_wait_us = wait_us;
-		g.tid = 1;
-		r.guards = {g};
-		widen_client_gap(&r, 2000); // samples too sparse to end a dip
-		return r;
-	};
 	const int64_t b = guard_event_bound_us;
 	scenario_result r = events_run(1, 0);
 	client_of(&r).snd_kdips = {{100'000, 100'000 + b / 2, 0, 7},
@@ -695,6 +701,51 @@ TEST(Dips, EventsGuardHeldToTheEventBound)
 	v = judge_c3(r);
 	ASSERT_EQ(v.lib.o, outcome::fail) << v.lib.why;
 	EXPECT_NE(v.lib.why.find("none on a record"), std::string::npos) << v.lib.why;
+}
+
+// A run of the guard's own programs the kernel skipped during a dip (the
+// judge's reading of their recursion_misses) may have been its cut's
+// record: the dip is held to the skip bound (a second and the event
+// bound), not the event bound.  A skip outside the dip changes nothing;
+// past the skip bound it fails.  The guard's thread blocked inside the
+// dip is reported with it and never excused.
+TEST(Dips, GuardsSkippedRunHoldsTheDipToTheSkipBound)
+{
+	const int64_t b = guard_event_bound_us;
+	ASSERT_GT(guard_skip_bound_us, 1'000'000);
+	scenario_result r = events_run(1, 0);
+	client_of(&r).snd_kdips = {{100'000, 100'000 + 6 * b, 0, 7}};
+	r.guards[0].blocked = {{300'000, 300'700, 200'000}}; // all inside the dip
+	verdict v = judge_c3(r);
+	ASSERT_EQ(v.lib.o, outcome::fail) << "no skip: the event bound holds";
+	json j = scenario_json(r, {v}, false)["floor_judge"]["events"];
+	EXPECT_EQ(j["over"][0]["blocked_us"], 200'000);
+	EXPECT_EQ(j["over"][0]["thp_collapses"], 0);
+	EXPECT_EQ(j["guard_skip_dips"], 0);
+
+	r.guards[0].skips = {{120'000, 120'600, 2}};
+	v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::pass) << v.lib.why;
+	j = scenario_json(r, {v}, false)["floor_judge"]["events"];
+	EXPECT_EQ(j["guard_skip_dips"], 1);
+	EXPECT_EQ(j["guard_skipped_runs"], 2);
+	EXPECT_EQ(j["skip_bound_us"], guard_skip_bound_us);
+	EXPECT_EQ(j["longest"][0]["bound_us"], guard_skip_bound_us);
+	EXPECT_EQ(j["longest"][0]["guard_skipped"], true);
+
+	r.guards[0].skips = {{700'000, 700'600, 1}};
+	EXPECT_EQ(judge_c3(r).lib.o, outcome::fail) << "a skip after the dip excused it";
+
+	// Unread (no programs found): nothing widens the bound.
+	r.guards[0].skips = {{120'000, 120'600, 2}};
+	r.guards[0].skips_why = "no program of the guard's found in the kernel's list";
+	EXPECT_EQ(judge_c3(r).lib.o, outcome::fail);
+
+	r.guards[0].skips_why.clear();
+	client_of(&r).snd_kdips = {{100'000, 100'000 + guard_skip_bound_us + 1000, 0, 7}};
+	r.guards[0].skips = {{120'000, 120'600, 1}};
+	v = judge_c3(r);
+	EXPECT_EQ(v.lib.o, outcome::fail) << "past the skip bound";
 }
 
 TEST(Dips, ReportedPerDriverAndArm)

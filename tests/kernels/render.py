@@ -727,6 +727,18 @@ def excused_cell(m):
     return "-"
 
 
+def measured_text(d):
+    """What else the judge read of a dip's time, never excused: the guard's
+    thread blocked in it and the huge pages khugepaged collapsed meanwhile;
+    "" in results from before it read them."""
+    parts = []
+    if "blocked_us" in d:
+        parts.append("blocked %d" % d["blocked_us"])
+    if "thp_collapses" in d:
+        parts.append("%d huge-page collapses" % d["thp_collapses"])
+    return "".join(", " + p for p in parts)
+
+
 def verdict_cell(m):
     """The mode's verdict, and for any other than a plain pass, why: the
     first dip past its bound or not ruled out, as the judge named it."""
@@ -735,9 +747,10 @@ def verdict_cell(m):
         dips = m.get(key) or []
         if dips:
             d = dips[0]
-            return "**%s**: %s %s %d µs (bound %d, %d excused), %s" % (
+            return "**%s**: %s %s %d µs (bound %d, %d excused%s), %s" % (
                 v, d.get("socket", "?"), d.get("dir", ""), d.get("us", 0),
-                d.get("bound_us", 0), d.get("sched_wait_us", 0), d.get("how", ""))
+                d.get("bound_us", 0), d.get("sched_wait_us", 0), measured_text(d),
+                d.get("how", ""))
     if v == "pass" and m.get("max_us", 0) > m.get("bound_us", 0):
         # Results judged before every dip was held to its mode's bound:
         # the longest were held to the safety net.
@@ -810,7 +823,11 @@ def render_floor_judge(results):
             "their bound included (\"late N, in bound\").  by record: dips restored on a "
             "kernel record (events, reserve).  A mode fails on a dip longer than its bound "
             "(less its excused wait), or, for events and reserve, on cuts none of which a "
-            "record restored; a verdict other than pass names its first such dip.", "",
+            "record restored; a verdict other than pass names its first such dip, with "
+            "what the judge read of it and never excuses: the guard's thread blocked "
+            "(µs, its sum_block_runtime) and the huge pages khugepaged collapsed "
+            "meanwhile.  A dip during which the kernel skipped a run of the events "
+            "guard's own programs is held to the skip bound (1 s plus the event bound).", "",
             "| kernel | scenario | clock | mode | sockets | dips | p50 | p99 | max | bound | "
             "excused | by record | verdict |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows + [""] + \

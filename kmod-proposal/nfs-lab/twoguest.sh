@@ -81,7 +81,9 @@ for a in "${arms[@]}" "$client"; do
 		if [[ ! -e $SOCKBUF_KMOD_CACHE/nfs-$a.patches ]]; then
 			echo "twoguest: $k has no nfs-$a.patches: rebuild it with build-arms.sh $a" >&2
 			fail=1
-		elif ! bash "$arms_script" --dry-run "$a" | grep -q "$a: .*built (same patches"; then
+		# Captured whole, then matched: grep -q would stop reading at the
+		# match, and under pipefail the dry run's SIGPIPE fails the test.
+		elif ! grep -q "$a: .*built (same patches" <<<"$(bash "$arms_script" --dry-run "$a")"; then
 			echo "twoguest: $k was built from other patches than the tree's: build-arms.sh $a" >&2
 			fail=1
 		fi

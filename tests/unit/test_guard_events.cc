@@ -13,6 +13,7 @@
 // tested by dropping the capabilities in a child.
 #include "child.h"
 #include "guard.h"
+#include "guard_event_names.h"
 #include "guard_util.h"
 #include "util.h"
 
@@ -206,14 +207,8 @@ TEST(GuardEvents, AttachesToTheCuttingFunctions)
 	EXPECT_TRUE(t.attached & SOCKBUF_GUARD_EV_FRAG_REFILL);
 	EXPECT_TRUE(t.attached &
 		    (SOCKBUF_GUARD_EV_ALLOC_SKB | SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB));
-	std::printf("attached:%s%s%s%s%s%s%s\n",
-		    t.attached & SOCKBUF_GUARD_EV_MEM_RAISE ? " __sk_mem_raise_allocated" : "",
-		    t.attached & SOCKBUF_GUARD_EV_CHECK_SPACE ? " tcp_check_space" : "",
-		    t.attached & SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE ? " __tcp_check_space" : "",
-		    t.attached & SOCKBUF_GUARD_EV_FRAG_REFILL ? " sk_page_frag_refill" : "",
-		    t.attached & SOCKBUF_GUARD_EV_ALLOC_SKB ? " tcp_stream_alloc_skb" : "",
-		    t.attached & SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB ? " sk_stream_alloc_skb" : "",
-		    t.attached & SOCKBUF_GUARD_EV_SK_SETSOCKOPT ? " sk_setsockopt" : "");
+	std::printf("attached: %s\n",
+		    sockbuf::guard_events::attached_functions(t.attached, " ").c_str());
 	// The socket-option write: sk_setsockopt(), loadable from 6.1 (its
 	// struct argument by value); before, the others load without it.
 	if (sk_setsockopt_loads())

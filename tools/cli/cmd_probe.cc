@@ -2,6 +2,7 @@
 // sockbuf probe [--json]
 #include "cgroup.h"
 #include "commands.h"
+#include "guard_event_names.h"
 #include "text_wrap.h"
 
 #include <sockbuf/sockbuf.hpp>
@@ -28,18 +29,7 @@ guard_events probe_guard_events()
 	struct sockbuf_guard_event_totals t;
 	if (sockbuf_guard_event_stats(g, &t) == 0) {
 		ev.err = t.err;
-		const std::pair<unsigned int, const char *> names[] = {
-		    {SOCKBUF_GUARD_EV_MEM_RAISE, "__sk_mem_raise_allocated"},
-		    {SOCKBUF_GUARD_EV_CHECK_SPACE, "tcp_check_space"},
-		    {SOCKBUF_GUARD_EV_DUNDER_CHECK_SPACE, "__tcp_check_space"},
-		    {SOCKBUF_GUARD_EV_FRAG_REFILL, "sk_page_frag_refill"},
-		    {SOCKBUF_GUARD_EV_ALLOC_SKB, "tcp_stream_alloc_skb"},
-		    {SOCKBUF_GUARD_EV_SK_STREAM_ALLOC_SKB, "sk_stream_alloc_skb"},
-		    {SOCKBUF_GUARD_EV_SK_SETSOCKOPT, "sk_setsockopt"}};
-		for (const auto &[bit, name] : names)
-			if (t.attached & bit)
-				ev.attached +=
-				    (ev.attached.empty() ? "" : ", ") + std::string(name);
+		ev.attached = sockbuf::guard_events::attached_functions(t.attached, ", ");
 	}
 	sockbuf_guard_destroy(g);
 	return ev;

@@ -2,6 +2,7 @@
 #include "show_collect.h"
 
 #include "floor_read.h"
+#include "proc_fds.h"
 #include "sysctl.h"
 #include "take.h"
 
@@ -48,27 +49,13 @@ private:
 // socket inode -> fd for one process, from /proc/PID/fd.
 int socket_fds(int pid, std::unordered_map<uint32_t, int> *out)
 {
-	std::string dir = fmt::format("/proc/{}/fd", pid);
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return -errno;
-	while (dirent *e = readdir(d)) {
-		char *end = nullptr;
-		long fd = std::strtol(e->d_name, &end, 10);
-		if (*end || e->d_name[0] == '.')
-			continue;
-		char target[64];
-		std::string link = fmt::format("{}/{}", dir, fd);
-		ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
+	return remote::for_each_fd_link(pid, [out](const remote::fd_link &l) {
+		const std::string target(l.target);
 		unsigned long ino = 0;
-		if (std::sscanf(target, "socket:[%lu]", &ino) == 1)
-			out->emplace(uint32_t(ino), int(fd));
-	}
-	closedir(d);
-	return 0;
+		if (std::sscanf(target.c_str(), "socket:[%lu]", &ino) == 1)
+			out->emplace(uint32_t(ino), l.fd);
+		return true;
+	});
 }
 
 // The lock bits of another process's socket, through a duplicate.

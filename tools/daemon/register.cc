@@ -12,6 +12,7 @@
 #include "fd_pass.h"
 #include "floor_read.h"
 #include "force_rights.h"
+#include "proc_fds.h"
 #include "read_file.h"
 #include "test_fault.h"
 
@@ -25,6 +26,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <string_view>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -294,48 +296,34 @@ void host::scan_step(uint64_t budget_us)
 		}
 	}
 	const uint64_t t0 = now_us();
-	const size_t own_len = std::strlen(registry::memfd_link);
+	const std::string_view own_prefix = registry::memfd_link;
 	const std::string foreign =
 	    std::string(registry::default_dir) + "/" + registry::file_prefix;
 	while (!to_scan_.empty() && now_us() - t0 < budget_us) {
 		const pid_t pid = to_scan_.back();
 		to_scan_.pop_back();
-		const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-		DIR *d = opendir(fds.c_str());
-		if (!d)
-			continue;
-		while (dirent *e = readdir(d)) {
-			if (e->d_name[0] == '.')
-				continue;
-			const std::string link = fds + "/" + e->d_name;
-			char target[160];
-			const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-			if (n <= 0)
-				continue;
-			target[n] = '\0';
-			const bool own = size_t(n) >= own_len &&
-					 std::memcmp(target, registry::memfd_link, own_len) == 0;
-			if (!own && std::strncmp(target, foreign.c_str(), foreign.size()) != 0)
-				continue;
+		(void)cli::remote::for_each_fd_link(pid, [&](const cli::remote::fd_link &l) {
+			const bool own = l.target.substr(0, own_prefix.size()) == own_prefix;
+			if (!own && l.target.substr(0, foreign.size()) != foreign)
+				return true;
 			owned_fd peer(int(syscall(SYS_pidfd_open, pid, 0)));
-			owned_fd table(open(link.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+			owned_fd table(open(l.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
 			if (peer.fd < 0 || table.fd < 0)
-				continue;
+				return true;
 			// A foreign table names its process in its header.
 			char bytes[sizeof(registry::file_header)];
 			registry::file_header h;
 			if (pread(table.fd, bytes, sizeof(bytes), 0) != ssize_t(sizeof(bytes)))
-				continue;
+				return true;
 			std::memcpy(static_cast<void *>(&h), bytes, sizeof(h));
 			watched w;
 			pid_t served = 0;
-			const int fdn = std::atoi(e->d_name);
-			if (vet(table, peer, pid, fdn,
+			if (vet(table, peer, pid, l.fd,
 				own ? registry::kind_own : registry::kind_foreign,
 				own ? pid : pid_t(h.pid), &served, &w) == 0)
 				install(served, w);
-		}
-		closedir(d);
+			return true;
+		});
 	}
 }
 

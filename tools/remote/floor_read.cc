@@ -4,6 +4,8 @@
 // files of ended processes removed.
 #include "floor_read.h"
 
+#include "proc_fds.h"
+
 #include "read_file.h"
 
 #include <algorithm>
@@ -174,40 +176,32 @@ namespace
 // /proc/PID/fd, with the rights that reading its sockets takes.
 int read_own(int pid, uint64_t start, table *out, std::string *why)
 {
-	const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-	DIR *d = opendir(fds.c_str());
-	if (!d)
-		return -ENOENT;
 	int ret = -ENOENT;
-	const size_t mlen = std::strlen(memfd_link);
-	while (dirent *e = readdir(d)) {
-		if (e->d_name[0] == '.')
-			continue;
-		const std::string link = fds + "/" + e->d_name;
-		char target[128];
-		const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-		if (n < ssize_t(mlen) || std::memcmp(target, memfd_link, mlen) != 0)
-			continue;
-		const int fd = open(link.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	const auto look = [&](const cli::remote::fd_link &l) {
+		if (l.target.substr(0, std::strlen(memfd_link)) != memfd_link)
+			return true;
+		const int fd = open(l.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
-			continue;
+			return true;
 		table t;
 		std::string w;
-		const int r = read_fd(fd, pid, start, link, &t, &w);
+		const int r = read_fd(fd, pid, start, l.path, &t, &w);
 		close(fd);
 		// A forked child still holds its parent's table (the pid
 		// differs): not this process's.
 		if (r == 0 && t.publisher == 0) {
 			*out = std::move(t);
 			ret = 0;
-			break;
+			return false;
 		}
 		if (r != -ESTALE && ret == -ENOENT) {
 			ret = r;
 			*why = w;
 		}
-	}
-	closedir(d);
+		return true;
+	};
+	if (cli::remote::for_each_fd_link(pid, look) < 0)
+		return -ENOENT;
 	return ret;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nfs-lab/evidence.sh OUT [--dry-run] [--reps N] [--nconnect N]: the two-kernel NFS
+# nfs-lab/evidence.sh OUT [--dry-run] [--reps N] [--nconnect N] [--resume]: the two-kernel NFS
 # evidence in one command, on an otherwise idle machine:
 #
 #   1. build-arms.sh stock net series locked (arms already built from the
@@ -12,7 +12,8 @@
 # N is 5 by default (the review asks for n >= 5).  --nconnect 1 or 16
 # runs that step alone (each takes about 93 minutes: a session that has
 # less idle time runs one, the next the other; a finished step's rounds
-# are kept in OUT/nconnectN). The server guest gets
+# are kept in OUT/nconnectN; --resume runs only the pairs a step cut
+# short by the end of a session did not finish: twoguest.sh). The server guest gets
 # 18 GiB so that the RAM / 1024 cap of both NFSD patches reaches 16 MiB.
 # --dry-run runs every step's own dry run: the patches apply, the
 # configuration holds, the kernels exist and match the patches (after
@@ -21,11 +22,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: evidence.sh OUT [--dry-run] [--reps N] [--nconnect 1|16]}
 shift
-reps=5 dry=() settings="1 16"
+reps=5 dry=() settings="1 16" resume=()
 while (($#)); do
 	case $1 in
 	--dry-run) dry=(--dry-run); shift ;;
 	--reps) reps=$2; shift 2 ;;
+	--resume) resume=(--resume); shift ;;
 	--nconnect)
 		[[ ${2:-} == 1 || ${2:-} == 16 ]] || { echo "evidence: --nconnect is 1 or 16" >&2; exit 2; }
 		settings=$2; shift 2 ;;
@@ -40,7 +42,7 @@ bash "$here/build-arms.sh" "${dry[@]}" stock net series locked
 rc=0
 for nc in $settings; do
 	echo "evidence: $(date -u +%FT%TZ) step $((nc == 1 ? 2 : 3))/4: $reps rounds, nconnect $nc"
-	bash "$here/twoguest.sh" "$out/nconnect$nc" "$reps" "$arms" "${lab[@]}" --nconnect "$nc" "${dry[@]}" || rc=$?
+	bash "$here/twoguest.sh" "$out/nconnect$nc" "$reps" "$arms" "${lab[@]}" --nconnect "$nc" "${resume[@]}" "${dry[@]}" || rc=$?
 	((rc == 0)) || { ((${#dry[@]})) && continue; exit "$rc"; }
 	((${#dry[@]})) || python3 "$here/table2.py" "$out/nconnect$nc" >"$out/table-nconnect$nc.md"
 done

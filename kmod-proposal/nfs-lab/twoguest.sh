@@ -2,7 +2,7 @@
 # nfs-lab/twoguest.sh OUT REPS ARMS [--rtts R,R..] [--mib N] [--client ARM]
 #     [--srv-mem MiB] [--cli-mem MiB] [--smp N] [--nconnect N]
 #     [--image ARM=BZIMAGE] [--modules DIR] [--bs MiB] [--max-load L]
-#     [--shared] [--dry-run]
+#     [--shared] [--resume] [--dry-run]
 # The NFS experiment on two kernels: per arm and round, a server guest
 # booting the arm's kernel ($SOCKBUF_KMOD_CACHE/nfs-<arm>.bzImage, from
 # build-arms.sh) and a client guest booting the client kernel (default
@@ -28,7 +28,11 @@
 # when the 1-minute load average is above --max-load (default 1.0) unless
 # --shared is given, and writes the load before and after each round to
 # OUT/load.txt. A line per round says how far it is and, from the rounds
-# so far, when it will end. --dry-run checks everything a run needs
+# so far, when it will end. --resume keeps the pairs OUT already holds
+# whole (each pair's result lines are written under another name and
+# renamed when complete: a pair cut short is run again), when OUT/arms.txt
+# names the same kernels and patches: a long run can span sessions, split
+# at pairs. --dry-run checks everything a run needs
 # (kernels and the patches they were built from, programs, the NFS user
 # space, memory, load), prints the plan and an estimate, and stops.
 # Needs qemu-system-x86,
@@ -43,11 +47,12 @@ reps=${2:?REPS}
 read -r -a arms <<<"${3:?ARMS}"
 shift 3
 rtts=0,50,120,250 mib=1024 bs=256 client=stock srv_mem=18432 cli_mem=4096 smp=2 nconnect=1
-modules='' max_load=1.0 shared=0 dry_run=0
+modules='' max_load=1.0 shared=0 dry_run=0 resume=0
 declare -A image
 while (($#)); do
 	case $1 in
 	--shared) shared=1; shift; continue ;;
+	--resume) resume=1; shift; continue ;;
 	--dry-run) dry_run=1; shift; continue ;;
 	--max-load) max_load=$2 ;;
 	--image) image[${2%%=*}]=${2#*=} ;;
@@ -186,11 +191,16 @@ cp "$here/twoguest-init.sh" "$root/init"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initrd.gz"
 
-: >"$out/arms.txt"
-for a in "${arms[@]}" "$client"; do
+arms_now=$(for a in "${arms[@]}" "$client"; do
 	echo "$a kernel $(kernel_of "$a") $(sha256sum <"$(kernel_of "$a")" | cut -c1-16)" \
-		"patches $(cut -c1-16 "$SOCKBUF_KMOD_CACHE/nfs-$a.patches" 2>/dev/null | tr '\n' ' ')" >>"$out/arms.txt"
-done
+		"patches $(cut -c1-16 "$SOCKBUF_KMOD_CACHE/nfs-$a.patches" 2>/dev/null | tr '\n' ' ')"
+done)
+if ((resume)) && [[ -e $out/arms.txt && $(<"$out/arms.txt") != "$arms_now" ]]; then
+	echo "twoguest: --resume: $out/arms.txt names other kernels or patches than these:" >&2
+	diff <(cat "$out/arms.txt") <(echo "$arms_now") >&2 || true
+	exit 1
+fi
+echo "$arms_now" >"$out/arms.txt"
 
 guest() { # role, kernel arm, memory MiB, netdev option, log (lab_arm: $arm)
 	local mac=52:54:00:12:34:01
@@ -206,6 +216,11 @@ port=$((20000 + RANDOM % 20000))
 done_pairs=0 t0=$SECONDS
 for ((round = 1; round <= reps; round++)); do
 	for arm in "${arms[@]}"; do
+		if ((resume)) && [[ -e $out/$arm-$round.txt ]]; then
+			echo "twoguest: round $round/$reps arm $arm: kept from an earlier run"
+			total=$((total - 1))
+			continue
+		fi
 		echo "round $round arm $arm load $(cut -d' ' -f1-3 /proc/loadavg) start $(date -u +%FT%TZ)" >>"$out/load.txt"
 		port=$((port + 1))
 		guest server "$arm" "$srv_mem" "listen=127.0.0.1:$port" "$out/$arm-$round-server.log" &
@@ -213,7 +228,8 @@ for ((round = 1; round <= reps; round++)); do
 		sleep 2
 		guest client "$client" "$cli_mem" "connect=127.0.0.1:$port" "$out/$arm-$round-client.log" || true
 		wait "$spid" || true
-		tr -d '\r' <"$out/$arm-$round-client.log" | grep '^@@ nfs2 ' >"$out/$arm-$round.txt" || true
+		tr -d '\r' <"$out/$arm-$round-client.log" | grep '^@@ nfs2 ' >"$out/$arm-$round.part" || true
+		mv "$out/$arm-$round.part" "$out/$arm-$round.txt" # whole: --resume keeps it
 		echo "round $round arm $arm load $(cut -d' ' -f1-3 /proc/loadavg) end $(date -u +%FT%TZ)" >>"$out/load.txt"
 		cat "$out/$arm-$round.txt"
 		done_pairs=$((done_pairs + 1))

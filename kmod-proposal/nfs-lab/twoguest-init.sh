@@ -95,9 +95,12 @@ client() {
 		i=$((i + 1)); [ $i -gt 120 ] && { echo "@@ nfs2: no server"; poweroff -f; }
 	done
 	sleep 15 # NFSv4 grace period of the server (10 s)
+	# iproute2's tc by its path: busybox --install put its own tc, which
+	# knows no netem, first in PATH.
 	for rtt in $(echo "${lab_rtts:-0,50,120,250}" | tr , ' '); do
-		tc qdisc del dev eth0 root 2>/dev/null
-		[ "$rtt" -gt 0 ] && tc qdisc add dev eth0 root netem delay ${rtt}ms limit 200000
+		/usr/sbin/tc qdisc del dev eth0 root 2>/dev/null
+		[ "$rtt" -gt 0 ] && { /usr/sbin/tc qdisc add dev eth0 root netem delay ${rtt}ms limit 200000 ||
+			echo "@@ nfs2: netem refused"; }
 		echo "@@ path rtt=$rtt ping_avg_ms=$(ping -c 3 -q 198.18.0.1 | awk -F/ '/avg/ { print $4 }')"
 		# A fresh mount per RTT: no connection carries state across.
 		mount.nfs4 198.18.0.1:/export /mnt/nfs \
@@ -106,7 +109,7 @@ client() {
 		for op in write read; do
 			ask reset quiet >/dev/null
 			fio --name=$op --filename=/mnt/nfs/f --rw=$op --bs=${bs}m --size=${mib}m \
-				--direct=1 --ioengine=psync --numjobs=1 --output-format=terse \
+				--direct=1 --ioengine=psync --numjobs=1 --thread --output-format=terse \
 				--terse-version=3 >/tmp/fio.txt 2>/tmp/fio.err
 			rc=$?
 			# terse v3: field 6 read KiB, 9 read runtime ms; 47 and 50
@@ -119,7 +122,7 @@ client() {
 		done
 		umount /mnt/nfs
 	done
-	tc qdisc del dev eth0 root 2>/dev/null
+	/usr/sbin/tc qdisc del dev eth0 root 2>/dev/null
 	ask off quiet >/dev/null
 	echo "@@ done"
 	poweroff -f

@@ -29,8 +29,9 @@
 # --shared is given, and writes the load before and after each round to
 # OUT/load.txt. A line per round says how far it is and, from the rounds
 # so far, when it will end. --resume keeps the pairs OUT already holds
-# whole (each pair's result lines are written under another name and
-# renamed when complete: a pair cut short is run again), when OUT/arms.txt
+# whole and good (each pair's result lines are written under another
+# name and renamed when complete, and kept only when every transfer
+# succeeded: a pair cut short or failed is run again), when OUT/arms.txt
 # names the same kernels and patches: a long run can span sessions, split
 # at pairs. --dry-run checks everything a run needs
 # (kernels and the patches they were built from, programs, the NFS user
@@ -216,7 +217,10 @@ port=$((20000 + RANDOM % 20000))
 done_pairs=0 t0=$SECONDS
 for ((round = 1; round <= reps; round++)); do
 	for arm in "${arms[@]}"; do
-		if ((resume)) && [[ -e $out/$arm-$round.txt ]]; then
+		# Kept only whole and good: every transfer of every RTT rc=0 (a
+		# pair whose transfers failed is run again, not tabled).
+		if ((resume)) && [[ -e $out/$arm-$round.txt ]] &&
+			(($(grep -c 'rc=0 ' "$out/$arm-$round.txt" || true) == 2 * ${#rtt_list[@]})); then
 			echo "twoguest: round $round/$reps arm $arm: kept from an earlier run"
 			total=$((total - 1))
 			continue

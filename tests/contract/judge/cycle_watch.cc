@@ -74,6 +74,19 @@ int64_t read_keyed(int fd, const char *key, bool ms_fraction)
 	return -1;
 }
 
+// One reading of counter @c: @read() (-1: none), timed before and after
+// it in microseconds from @t0_ns (the start rounded down, the end up,
+// so the step covers the reading).  The start, for the caller's record.
+template <class Counter, class Read> int64_t note_timed(Counter &c, int64_t t0_ns, Read read)
+{
+	const int64_t from = (now_ns() - t0_ns) / 1000;
+	const int64_t v = read();
+	const int64_t to = (now_ns() - t0_ns + 999) / 1000;
+	if (v >= 0)
+		c.note(v, from, to);
+	return from;
+}
+
 std::string comm_of(int tid)
 {
 	char path[64];
@@ -136,14 +149,15 @@ void cycle_watch::add_programs(int slot, const std::vector<int> &fds, const std:
 	if (slot < 0 || slot >= max_threads)
 		return;
 	counter &c = gskips_[slot];
-	if (fds.empty() || skipped_runs(fds) < 0) {
+	const int64_t base = skipped_runs(fds); // skips before are not its
+	if (base < 0) {
 		c.why = why.empty() ? "the guard's programs could not be read" : why;
 		return;
 	}
 	progs_[slot] = fds;
 	c.why.clear();
 	const int64_t from = (now_ns() - t0_ns_) / 1000;
-	c.note(skipped_runs(fds), from, from); // the base: skips before are not its
+	c.note(base, from, from);
 	live_progs_.fetch_or(1u << slot, std::memory_order_release);
 }
 
@@ -194,51 +208,28 @@ void cycle_watch::add_thread(int slot, int tid)
 
 void cycle_watch::read()
 {
+	// Times in whole microseconds: never more than was read.
+	const auto us = [](int64_t ns) { return ns < 0 ? ns : ns / 1000; };
 	const unsigned live = live_.load(std::memory_order_acquire);
-	for (int k = 0; k < max_threads; k++) {
-		if (!(live & (1u << k)))
-			continue;
-		counter &c = slots_[k];
-		const int64_t from = (now_ns() - t0_ns_) / 1000;
-		const int64_t v = read_run_delay(c.fd);
-		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
-		if (v >= 0)
-			c.note(v / 1000, from, to); // whole microseconds: never more
-	}
 	const unsigned blocked = live_blocked_.load(std::memory_order_acquire);
 	const unsigned progs = live_progs_.load(std::memory_order_acquire);
 	for (int k = 0; k < max_threads; k++) {
-		if (blocked & (1u << k)) {
-			counter &c = blocked_[k];
-			const int64_t from = (now_ns() - t0_ns_) / 1000;
-			const int64_t v = read_keyed(c.fd, "sum_block_runtime", true);
-			const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
-			if (v >= 0)
-				c.note(v / 1000, from, to);
-		}
-		if (progs & (1u << k)) {
-			counter &c = gskips_[k];
-			const int64_t from = (now_ns() - t0_ns_) / 1000;
-			const int64_t v = skipped_runs(progs_[k]);
-			const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
-			if (v >= 0)
-				c.note(v, from, to);
-		}
+		if (live & (1u << k))
+			note_timed(slots_[k], t0_ns_,
+				   [&] { return us(read_run_delay(slots_[k].fd)); });
+		if (blocked & (1u << k))
+			note_timed(blocked_[k], t0_ns_, [&] {
+				return us(read_keyed(blocked_[k].fd, "sum_block_runtime", true));
+			});
+		if (progs & (1u << k))
+			note_timed(gskips_[k], t0_ns_, [&] { return skipped_runs(progs_[k]); });
 	}
-	if (thp_.fd >= 0) {
-		const int64_t from = (now_ns() - t0_ns_) / 1000;
-		const int64_t v = read_keyed(thp_.fd, "thp_collapse_alloc", false);
-		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
-		if (v >= 0)
-			thp_.note(v, from, to);
-	}
-	if (read_skips_) {
-		const int64_t from = (now_ns() - t0_ns_) / 1000;
-		const int64_t v = int64_t(kernel_clock::get().skipped_now());
-		const int64_t to = (now_ns() - t0_ns_ + 999) / 1000;
-		skips_.note(v, from, to);
-		last_read_us_ = from;
-	}
+	if (thp_.fd >= 0)
+		note_timed(thp_, t0_ns_,
+			   [&] { return read_keyed(thp_.fd, "thp_collapse_alloc", false); });
+	if (read_skips_)
+		last_read_us_ = note_timed(
+		    skips_, t0_ns_, [] { return int64_t(kernel_clock::get().skipped_now()); });
 }
 
 std::vector<counter_step> cycle_watch::skips(uint64_t total) const

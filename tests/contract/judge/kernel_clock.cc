@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "kernel_clock.h"
 
+#include "prog_skips.h"
+
 #include <fmt/core.h>
 
 #include <cerrno>
@@ -100,17 +102,7 @@ struct kernel_clock::state {
 	// running on that CPU (a softirq over a process-context run): each
 	// is a look at a socket that never happened (bpf_prog_info's
 	// recursion_misses, 5.12).
-	uint64_t skipped() const
-	{
-		uint64_t n = 0;
-		for (int fd : prog_fds) {
-			bpf_prog_info info = {};
-			uint32_t len = sizeof(info);
-			if (fd > 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
-				n += info.recursion_misses;
-		}
-		return n;
-	}
+	uint64_t skipped() const { return uint64_t(std::max<int64_t>(0, skipped_runs(prog_fds))); }
 	ring_buffer *rb = nullptr;
 	int map_fd = -1;
 	judge_state *js = nullptr; // the kernel's .bss, mapped

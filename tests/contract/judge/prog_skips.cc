@@ -45,14 +45,14 @@ std::vector<int> open_new_programs(const std::set<uint32_t> &before,
 	return fds;
 }
 
-int64_t skipped_runs(const std::vector<int> &fds)
+int64_t skipped_runs(std::span<const int> fds)
 {
 	int64_t n = 0;
 	bool any = false;
 	for (const int fd : fds) {
 		bpf_prog_info info = {};
 		uint32_t len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+		if (fd > 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			n += int64_t(info.recursion_misses);
 			any = true;
 		}
@@ -74,7 +74,7 @@ std::vector<int> open_new_programs(const std::set<uint32_t> &, const std::set<ui
 	return {};
 }
 
-int64_t skipped_runs(const std::vector<int> &)
+int64_t skipped_runs(std::span<const int>)
 {
 	return -1;
 }

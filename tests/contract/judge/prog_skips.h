@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ std::set<uint32_t> bpf_program_ids();
 std::vector<int> open_new_programs(const std::set<uint32_t> &before,
 				   const std::set<uint32_t> &after, std::string *why);
 
-// The runs of the programs @fds the kernel skipped so far, together; -1
-// when none could be read.
-int64_t skipped_runs(const std::vector<int> &fds);
+// The runs of the programs @fds (0 or less: none) the kernel skipped so
+// far, together; -1 when none could be read.  For the guard's programs
+// and the kernel clock's own.
+int64_t skipped_runs(std::span<const int> fds);
 
 } // namespace sockbuf::contract

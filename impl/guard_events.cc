@@ -261,7 +261,7 @@ int event_source::open_targets(const char *const *target)
 	for (size_t k = 0; k < n_points; k++)
 		if (st_->links[k]) {
 			st_->prog_fds[k] = bpf_program__fd(progs[k]);
-			*f++ = bpf_program__fd(progs[k]);
+			*f++ = st_->prog_fds[k];
 			*f++ = bpf_link__fd(st_->links[k]);
 		}
 	attached_ = attached;

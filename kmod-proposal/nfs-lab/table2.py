@@ -79,7 +79,9 @@ def cover(rows, failed, arms, rtts):
             for a in arms}
     odd = []
     for op in ("read", "write"):
-        print(f"  NFS {op:<6}" + "".join(f"{f'{r} ms':>17}" for r in rtts))
+        # The label may run into the first column's blank padding.
+        label, head = f"  NFS {op}", " " * 10 + "".join(f"{f'{r} ms':>17}" for r in rtts)
+        print(label + head[len(label):])
         for a in arms:
             cells = []
             for r in rtts:

@@ -29,6 +29,11 @@
 #   trailers     the trailers (Fixes:, Cc:, Link:, Signed-off-by: ...)
 #                in one block, no blank line between them, at the end
 #   words        what each mail must say (required-words.txt)
+#   figures      the two-guest NFS tables of the sunrpc and net-next
+#                covers are table2.py --cover of the raw result lines
+#                committed under docs/results/kmod/v4/twoguest-*/, in
+#                covers/ and in the exported cover letters alike: a
+#                cover cannot carry a figure the data do not give
 #   W=1          with --w1 (or SOCKBUF_KMOD_W1=1) only: w1.sh, the
 #                touched objects built with W=1 (gcc x86_64, gcc i386,
 #                clang), warnings compared with the unpatched base
@@ -247,6 +252,24 @@ check_words() { # file, name
 	fi
 }
 
+# The covers' NFS tables against the raw result lines they summarise.
+check_figures() {
+	local d block f
+	for d in "$KMOD_DIR"/../docs/results/kmod/v4/twoguest-*/; do
+		[[ -d $d ]] || continue
+		block=$(python3 "$KMOD_DIR/nfs-lab/table2.py" --cover "$d")
+		for f in covers/sunrpc.txt covers/net-next.txt \
+			patches/sunrpc/0000-cover-letter.patch patches/net-next/0000-cover-letter.patch; do
+			if python3 -c 'import sys; sys.exit(sys.argv[1] not in open(sys.argv[2]).read())' \
+				"$block" "$KMOD_DIR/$f"; then
+				echo "ok   figures        $f: $(basename "$d")"
+			else
+				fail "figures        $f: not table2.py --cover of $(basename "$d")"
+			fi
+		done
+	done
+}
+
 # kernel-doc -Wall on FILE in DIR against the same file in the base.
 check_kdoc() { # base tree, patched dir, file, label
 	local before after
@@ -333,6 +356,8 @@ while read -r p <&3; do
 done 3< <(for t in "${trees[@]}"; do
 	ls "$KMOD_DIR"/patches/"$t"/00[0-9][0-9]-*.patch "$KMOD_DIR"/patches/backport-*/"$t"/00[0-9][0-9]-*.patch 2>/dev/null || true
 done)
+
+check_figures
 
 # The out-of-tree module follows the same style.
 for f in "$KMOD_DIR"/module/*.[ch]; do

@@ -13,7 +13,8 @@ is counted in a "failed" note, never averaged in.
 
 --cover prints the same medians as plain text for a cover letter (a
 row per arm, a column per RTT, "median (min-max)" in MB/s, n in the
-heading, or after a cell whose n differs), arms of up to 8 characters, at most 78 columns;
+last line, per arm when the arms differ and for every cell that differs
+from its arm's); arms of up to 8 characters, at most 78 columns.
 kmod-proposal/check.sh finds each block verbatim in the covers.
 """
 import collections
@@ -23,13 +24,25 @@ import statistics
 import sys
 
 
+def result_files(out):
+    """OUT/<arm>-<round>.txt, one guest pair's result lines each (arms.txt
+    and load.txt have no dash)."""
+    return sorted(pathlib.Path(out).glob("*-*.txt"))
+
+
+def spread(values, compact=False, n=False):
+    """ "median (min-max)", or "median (min-max, n)"; compact writes a
+    min or max of 100 or more without decimals (the covers' columns)."""
+    num = lambda v: f"{v:.0f}" if compact and v >= 100 else f"{v:.1f}"
+    count = f", {len(values)}" if n else ""
+    return f"{statistics.median(values):.1f} ({num(min(values))}-{num(max(values))}{count})"
+
+
 def parse(out):
     rows = collections.defaultdict(list)
     failed = collections.Counter()
     arms = []
-    for f in sorted(pathlib.Path(out).glob("*-*.txt")):
-        if f.name in ("arms.txt", "load.txt"):
-            continue
+    for f in result_files(out):
         for line in f.read_text().splitlines():
             if not line.startswith("@@ nfs2 "):
                 continue
@@ -51,9 +64,9 @@ def pings(out):
     """Per RTT, the client's measured ping averages (its "@@ path" lines),
     from the pairs whose result lines were kept."""
     got = collections.defaultdict(list)
-    for f in pathlib.Path(out).glob("*-*.txt"):
+    for f in result_files(out):
         log = f.with_name(f.stem + "-client.log")
-        if f.name in ("arms.txt", "load.txt") or not log.exists():
+        if not log.exists():
             continue
         for rtt, ms in re.findall(r"@@ path rtt=(\d+) ping_avg_ms=([\d.]+)",
                                   log.read_text(errors="replace")):
@@ -67,8 +80,7 @@ def cell(samples, op):
     mbps = [float(s["MBps"]) for s in samples]
     buf, q = ("tb", "w") if op == "read" else ("rb", "r")
     mib = lambda k: max(int(s.get(k, 0)) for s in samples) / 1048576
-    return (f"{statistics.median(mbps):.1f} ({min(mbps):.1f}-{max(mbps):.1f}, "
-            f"{len(mbps)}); {mib(buf):.1f} / {mib(q):.1f}")
+    return f"{spread(mbps, n=True)}; {mib(buf):.1f} / {mib(q):.1f}"
 
 
 def cover(rows, failed, arms, rtts):
@@ -86,8 +98,7 @@ def cover(rows, failed, arms, rtts):
             cells = []
             for r in rtts:
                 mbps = [float(s["MBps"]) for s in rows[(a, r, op)]]
-                lo, hi = (f"{v:.1f}" if v < 100 else f"{v:.0f}" for v in (min(mbps or [0]), max(mbps or [0])))
-                cells.append(f"{f'{statistics.median(mbps):.1f} ({lo}-{hi})' if mbps else '-':>17}")
+                cells.append(f"{spread(mbps, compact=True) if mbps else '-':>17}")
                 if len(mbps) != n_of[a]:
                     odd.append(f"{a} {op} {r} ms n={len(mbps)}")
             print(f"  {a:<8}" + "".join(cells))
@@ -120,8 +131,7 @@ def main():
         print("| RTT ms | ping ms | " + " | ".join(arms) + " |")
         print("|---:|---|" + "---|" * len(arms))
         for rtt in rtts:
-            p = ping[rtt]
-            measured = f"{statistics.median(p):.1f} ({min(p):.1f}-{max(p):.1f})" if p else "-"
+            measured = spread(ping[rtt]) if ping[rtt] else "-"
             print(f"| {rtt} | {measured} | " +
                   " | ".join(cell(rows[(a, rtt, op)], op) for a in arms) + " |")
     if failed:
